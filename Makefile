@@ -1,0 +1,57 @@
+# One-command set-up for the course. `make lab` to study, `make test` to check everything.
+# Without DATABASE_URL the embedded PostgreSQL 18 (in .pgdata/) is started and reused.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: help setup db db-stop lab test lint execute student bench clean
+
+help:
+	@echo "make lab      set up (.venv, database) and open JupyterLab on notebooks/"
+	@echo "make test     set up, then lint + unit + integration + strict nbval + student copies"
+	@echo "make execute  re-run notebooks top to bottom in place (NB=notebooks/01_x.ipynb for one)"
+	@echo "make student  write student copies to build/student/"
+	@echo "make bench    run the benchmarks in bench/ (JSON on stdout)"
+	@echo "make db-stop  stop the embedded PostgreSQL"
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed; set PYTHON=python3.12 or similar")'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/python -m ipykernel install --sys-prefix --name cachequeue --display-name "Python (cachequeue)" >/dev/null
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+db: $(STAMP)
+	@$(BIN)/python -m cachequeue.db
+
+db-stop: $(STAMP)
+	@$(BIN)/python -m cachequeue.embedded stop
+
+lab: db
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check lib tests tools bench notebooks conftest.py
+
+test: db lint
+	$(BIN)/python tools/nbtool.py check
+	$(BIN)/pytest -n 2 --dist loadfile --nbval --nbval-sanitize-with tests/sanitize.cfg $(PYTEST_ARGS)
+
+execute: db
+	$(BIN)/python tools/nbtool.py execute $(NB)
+
+student: $(STAMP)
+	$(BIN)/python tools/nbtool.py student
+
+bench: db
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
+	@for script in bench/*.py; do $(BIN)/python $$script || exit 1; done
+
+clean:
+	rm -rf build .pytest_cache

@@ -1,0 +1,148 @@
+"""Where the database comes from, and one schema per chapter.
+
+`DATABASE_URL` always wins (any PostgreSQL 15+). Without it the course starts, or reuses,
+the embedded PostgreSQL 18 server of `cachequeue.embedded`.
+
+Connections are in autocommit mode: a statement commits on its own, and a function that
+needs several statements to commit together opens `with conn.transaction():`. That way no
+transaction stays open by accident while Python does slow work.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+
+from . import embedded, sqlfile
+from .errors import ConfigurationError, DatabaseUnavailable
+
+__all__ = [
+    "SCHEMA_FILES",
+    "connect",
+    "database_url",
+    "fetch_df",
+    "reset_schema",
+    "server_version",
+    "set_clock",
+]
+
+# Applied in this order by reset_schema(); each file owns one concern.
+SCHEMA_FILES = ("schema.sql", "queue.sql")
+
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def database_url() -> str:
+    """DATABASE_URL if set (checked for form), else the embedded server's URL (started if needed)."""
+    url = os.environ.get("DATABASE_URL", "").strip()
+    if not url:
+        try:
+            return embedded.start()
+        except Exception as exc:  # the wheel raises several kinds; one clear message is enough
+            raise DatabaseUnavailable(
+                f"could not start the embedded PostgreSQL in {embedded.data_dir()}: {exc}. "
+                "Its log is the file `log` in that folder; `make db-stop` then `make db` "
+                "restarts it, or set DATABASE_URL to use another server."
+            ) from None
+    try:
+        conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise ConfigurationError(
+            f"DATABASE_URL is malformed ({str(exc).strip()}). Expected a form like "
+            "postgresql://user@host:5432/dbname, or unset it to use the embedded server."
+        ) from None
+    if "://" in url and not url.startswith(("postgresql://", "postgres://")):
+        raise ConfigurationError(
+            f"DATABASE_URL must start with postgresql:// (got {url.split('://')[0]}://). "
+            "Unset it to use the embedded server."
+        )
+    return url
+
+
+def _check_schema_name(name: str) -> str:
+    if not isinstance(name, str) or not _SCHEMA_NAME.match(name) or name.startswith("pg_"):
+        raise ValueError(
+            f"schema name must be lower-case letters, digits and _ (at most 63), got {name!r}"
+        )
+    return name
+
+
+def connect(schema: str | None = None, **kwargs: Any) -> psycopg.Connection:
+    """Open an autocommit connection; with `schema`, its search_path is that schema only.
+
+    Extra keyword arguments go to `psycopg.connect` (for example `row_factory`).
+    """
+    url = database_url()
+    if schema is not None:
+        kwargs["options"] = f"-c search_path={_check_schema_name(schema)}"
+    kwargs.setdefault("autocommit", True)
+    kwargs.setdefault("connect_timeout", 10)
+    try:
+        return psycopg.connect(url, **kwargs)
+    except psycopg.OperationalError as exc:
+        where = "the embedded server" if not os.environ.get("DATABASE_URL") else "DATABASE_URL"
+        reason = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        raise DatabaseUnavailable(
+            f"cannot connect to PostgreSQL ({where}): {reason}. Check that the server is "
+            "running and the URL is right, or unset DATABASE_URL to use the embedded server."
+        ) from None
+
+
+def reset_schema(conn: psycopg.Connection, name: str) -> None:
+    """Drop schema `name` if it exists, recreate it, apply SCHEMA_FILES, and point the
+    connection's search_path at it. Every chapter calls this once in its set-up cell."""
+    ident = sql.Identifier(_check_schema_name(name))
+    with conn.transaction():
+        # Serialise resets of the same schema across processes (two runs of one notebook).
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ["cachequeue.schema." + name])
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(ident))
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(ident))
+        conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(ident))
+        for filename in SCHEMA_FILES:
+            conn.execute(sqlfile.read(filename))
+    conn.execute(sql.SQL("SET search_path TO {}").format(ident))
+
+
+def set_clock(conn: psycopg.Connection, instant: Any | None) -> None:
+    """Freeze this session's database clock (`cq_now()`) at `instant`, or release it with None."""
+    conn.execute("SELECT set_config('cachequeue.now', %s, false)",
+                 ["" if instant is None else str(instant)])
+
+
+def server_version(conn: psycopg.Connection) -> str:
+    """The server's version string, e.g. 'PostgreSQL 18.1 on x86_64-pc-linux-gnu ...'."""
+    return conn.execute("SELECT version()").fetchone()[0]
+
+
+def fetch_df(conn: psycopg.Connection, query: str, params: Any = None):
+    """Run a query and return the rows as a pandas DataFrame (column names from the query)."""
+    import pandas as pd
+
+    with conn.cursor() as cur:
+        cur.execute(query, params)
+        columns = [c.name for c in cur.description or []]
+        return pd.DataFrame(cur.fetchall(), columns=columns)
+
+
+def _main() -> int:
+    """`python -m cachequeue.db`: connect once and say which server the course will use."""
+    import sys
+
+    try:
+        with connect() as conn:
+            version = conn.execute("SHOW server_version").fetchone()[0]
+    except (ConfigurationError, DatabaseUnavailable) as exc:
+        print(f"database: {exc}", file=sys.stderr)
+        return 1
+    source = "DATABASE_URL" if os.environ.get("DATABASE_URL") else f"embedded, {embedded.data_dir()}"
+    print(f"database: PostgreSQL {version} ({source})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

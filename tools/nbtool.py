@@ -1,0 +1,143 @@
+"""Course tooling for notebooks: execute in place, write student copies, check hygiene.
+
+    python tools/nbtool.py execute notebooks/01_cache.ipynb [...]   # fresh kernel, top to bottom
+    python tools/nbtool.py student [--out build/student]            # strip solutions
+    python tools/nbtool.py check                                   # counts 1..N, no errors
+
+Exercises: a code cell tagged `solution` holds its answer between the lines
+`### BEGIN SOLUTION` and `### END SOLUTION`; the student copy replaces that block with
+`raise NotImplementedError`. The cell tagged `check` after it must fail in the student copy
+and pass in the instructor notebook (tests/test_student_copies.py proves both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+KERNEL = "cachequeue"
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+_SOLUTION = re.compile(
+    r"^(?P<indent>[ \t]*)### BEGIN SOLUTION[^\n]*\n.*?^[ \t]*### END SOLUTION[^\n]*$",
+    re.MULTILINE | re.DOTALL,
+)
+
+
+def notebook_paths() -> list[Path]:
+    return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def tags(cell) -> set[str]:
+    return set(cell.get("metadata", {}).get("tags", []))
+
+
+def execute(path: Path, *, allow_errors: bool = False, timeout: int = 900):
+    """Run a notebook on a fresh `cachequeue` kernel with cwd = its folder; return the result."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb, kernel_name=KERNEL, timeout=timeout, allow_errors=allow_errors,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.execute()
+    return nb
+
+
+def _tidy(nb) -> None:
+    """Drop per-run noise that is not output: timing metadata and widget state."""
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+        if cell.cell_type == "code":
+            cell.metadata.pop("collapsed", None)
+
+
+def cmd_execute(paths: list[Path]) -> int:
+    for path in paths:
+        nb = execute(path)
+        _tidy(nb)
+        nbformat.write(nb, path)
+        print(f"executed {path.relative_to(ROOT)}")
+    return 0
+
+
+def strip_solutions(source: str) -> str:
+    return _SOLUTION.sub(lambda m: f"{m['indent']}raise NotImplementedError", source)
+
+
+def student_copy(nb):
+    """A copy of `nb` with solution blocks replaced and every output cleared."""
+    copy = nbformat.from_dict(nb)
+    for cell in copy.cells:
+        if cell.cell_type != "code":
+            continue
+        if "solution" in tags(cell):
+            if BEGIN not in cell.source or END not in cell.source:
+                raise ValueError(f"cell tagged solution lacks {BEGIN}/{END}: {cell.source[:60]!r}")
+            cell.source = strip_solutions(cell.source)
+        elif BEGIN in cell.source:
+            raise ValueError(f"solution markers in a cell not tagged solution: {cell.source[:60]!r}")
+        cell.outputs = []
+        cell.execution_count = None
+    return copy
+
+
+def cmd_student(out: Path) -> int:
+    out.mkdir(parents=True, exist_ok=True)
+    for path in notebook_paths():
+        nbformat.write(student_copy(nbformat.read(path, as_version=4)), out / path.name)
+        print(f"wrote {(out / path.name).relative_to(ROOT) if out.is_relative_to(ROOT) else out / path.name}")
+    return 0
+
+
+def hygiene_problems(path: Path) -> list[str]:
+    """Why a committed notebook does not look like a fresh top-to-bottom run ([] if it does)."""
+    nb = nbformat.read(path, as_version=4)
+    problems = []
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    counts = [c.execution_count for c in code]
+    if counts != list(range(1, len(code) + 1)):
+        problems.append(f"execution counts are {counts}, expected 1..{len(code)}")
+    if nb.metadata.get("kernelspec", {}).get("name") != KERNEL:
+        problems.append(f"kernelspec is not {KERNEL!r}")
+    for i, cell in enumerate(code, 1):
+        if any(o.get("output_type") == "error" for o in cell.outputs):
+            problems.append(f"code cell {i} has an error output")
+    if not nb.cells or nb.cells[0].cell_type != "markdown" or not nb.cells[0].source.startswith("# "):
+        problems.append("first cell is not a markdown '# title' cell")
+    return problems
+
+
+def cmd_check() -> int:
+    bad = {p.name: hygiene_problems(p) for p in notebook_paths()}
+    for name, problems in bad.items():
+        for problem in problems:
+            print(f"{name}: {problem}")
+    return 1 if any(bad.values()) else 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p_exec = sub.add_parser("execute")
+    p_exec.add_argument("paths", nargs="*", type=Path)
+    p_student = sub.add_parser("student")
+    p_student.add_argument("--out", type=Path, default=ROOT / "build" / "student")
+    sub.add_parser("check")
+    args = parser.parse_args(argv)
+    if args.cmd == "execute":
+        return cmd_execute([p.resolve() for p in args.paths] or notebook_paths())
+    if args.cmd == "student":
+        return cmd_student(args.out.resolve())
+    return cmd_check()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
