@@ -49,6 +49,12 @@ def database_url() -> str:
                 "Its log is the file `log` in that folder; `make db-stop` then `make db` "
                 "restarts it, or set DATABASE_URL to use another server."
             ) from None
+    scheme = url.split("://", 1)[0] if "://" in url else None
+    if scheme is not None and scheme not in ("postgresql", "postgres"):
+        raise ConfigurationError(
+            f"DATABASE_URL must start with postgresql:// (got {scheme}://). "
+            "Unset it to use the embedded server."
+        )
     try:
         conninfo_to_dict(url)
     except psycopg.ProgrammingError as exc:
@@ -56,11 +62,6 @@ def database_url() -> str:
             f"DATABASE_URL is malformed ({str(exc).strip()}). Expected a form like "
             "postgresql://user@host:5432/dbname, or unset it to use the embedded server."
         ) from None
-    if "://" in url and not url.startswith(("postgresql://", "postgres://")):
-        raise ConfigurationError(
-            f"DATABASE_URL must start with postgresql:// (got {url.split('://')[0]}://). "
-            "Unset it to use the embedded server."
-        )
     return url
 
 
@@ -78,8 +79,11 @@ def connect(schema: str | None = None, **kwargs: Any) -> psycopg.Connection:
     Extra keyword arguments go to `psycopg.connect` (for example `row_factory`).
     """
     url = database_url()
+    # UTC everywhere: timestamps print the same on every server and laptop.
+    options = "-c TimeZone=UTC"
     if schema is not None:
-        kwargs["options"] = f"-c search_path={_check_schema_name(schema)}"
+        options += f" -c search_path={_check_schema_name(schema)}"
+    kwargs["options"] = options
     kwargs.setdefault("autocommit", True)
     kwargs.setdefault("connect_timeout", 10)
     try:
