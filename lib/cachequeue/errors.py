@@ -1,6 +1,14 @@
 """Errors the course library raises; each docstring is the situation it names."""
 
-__all__ = ["CacheQueueError", "ConfigurationError", "DatabaseUnavailable"]
+__all__ = [
+    "CacheQueueError",
+    "ConfigurationError",
+    "DatabaseUnavailable",
+    "ForeignClaim",
+    "InvalidJob",
+    "PayloadTooLarge",
+    "UnknownKind",
+]
 
 
 class CacheQueueError(Exception):
@@ -13,3 +21,19 @@ class ConfigurationError(CacheQueueError, ValueError):
 
 class DatabaseUnavailable(CacheQueueError):
     """PostgreSQL could not be reached; the message says where we looked and what to do."""
+
+
+class InvalidJob(CacheQueueError, ValueError):
+    """A job (or its result) was refused before anything was written; the message says why."""
+
+
+class UnknownKind(InvalidJob):
+    """The job's kind is not in the job_kinds table, so no worker would know how to run it."""
+
+
+class PayloadTooLarge(InvalidJob):
+    """The payload's JSON text is longer than jobs.MAX_PAYLOAD_BYTES; store large data elsewhere."""
+
+
+class ForeignClaim(CacheQueueError, ValueError):
+    """A Claim was used on a connection to another schema than the one it was claimed in."""

@@ -9,7 +9,8 @@
 --   done      : finish() only, in the same transaction that writes the result row. Final.
 --   failed    : fail() when the error is permanent, the attempts are used up or the
 --               deadline has passed; claim() when an expired lease had no attempts left.
---               Only an audited retry() moves it back to pending.
+--               Only an audited retry() moves it back to pending (with max_attempts raised,
+--               so attempt numbers continue and the job id stays).
 --   cancelled : cancel(), from pending or running. Final; a late finish() is rejected.
 CREATE TYPE job_state AS ENUM ('pending', 'running', 'done', 'failed', 'cancelled');
 
@@ -57,6 +58,9 @@ CREATE INDEX jobs_runnable ON jobs (run_after, id) WHERE state = 'pending';
 CREATE INDEX jobs_lease_expiry ON jobs (locked_until, id) WHERE state = 'running';
 
 -- One row per attempt: the job id names the user's intent, the lease token names one try.
+-- claim() inserts the row (outcome NULL while running); finish() closes it 'done', fail()
+-- 'retry' or 'failed', cancel() 'cancelled', and the claim that takes over or fails an
+-- expired lease closes it 'expired' at the old locked_until.
 CREATE TABLE job_attempts (
     job_id      bigint NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
     attempt     integer NOT NULL CHECK (attempt >= 1),
@@ -89,3 +93,4 @@ CREATE TABLE job_audit (
     at        timestamptz NOT NULL DEFAULT cq_now(),
     detail    jsonb NOT NULL DEFAULT '{}'
 );
+CREATE INDEX job_audit_job ON job_audit (job_id);

@@ -1,0 +1,351 @@
+"""The PostgreSQL job queue: submit, claim with a lease, finish, fail, cancel, retry, status.
+
+Every function takes an autocommit connection from `db.connect(schema)` and runs ONE named
+statement of `sql/queries.sql` (submit may need a second, read-only one): each call is one
+round trip and one short transaction, and no transaction is open while a handler works.
+Times come from the database clock `cq_now()`, so `db.set_clock` steps leases by hand.
+Bad input raises before anything is written (`InvalidJob` and its subclasses, `ValueError`,
+`TypeError`, `ForeignClaim`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from . import sqlfile
+from .errors import ForeignClaim, InvalidJob, PayloadTooLarge, UnknownKind
+from .retry import RetryPolicy
+
+__all__ = [
+    "MAX_ERROR_CHARS",
+    "MAX_LEASE",
+    "MAX_PAYLOAD_BYTES",
+    "Claim",
+    "JobStatus",
+    "audit",
+    "cancel",
+    "claim",
+    "claim_many",
+    "fail",
+    "finish",
+    "heartbeat",
+    "history",
+    "retry",
+    "status",
+    "submit",
+]
+
+MAX_PAYLOAD_BYTES = 64 * 1024  # UTF-8 bytes of the compact JSON text; results have the same limit
+MAX_LEASE = 24 * 3600.0  # seconds; a longer task should renew its lease with heartbeat()
+MAX_ERROR_CHARS = 2000  # last_error and attempt errors keep at most this many characters
+
+_QUERIES = sqlfile.load("queries.sql")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One attempt at one job, held until `locked_until` (the lease) unless renewed.
+
+    `lease_token` names this attempt; finish/fail/heartbeat succeed only while the job
+    still carries it. `schema` is the schema the job was claimed in.
+    """
+
+    job_id: int
+    tenant_id: int
+    kind: str
+    payload: dict
+    attempt: int
+    lease_token: uuid.UUID
+    locked_until: datetime
+    worker: str | None
+    schema: str
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """A job as the jobs table records it, with its result once done (`output`)."""
+
+    job_id: int
+    kind: str
+    state: str
+    attempts: int
+    max_attempts: int
+    last_error: str | None
+    output: Any | None
+    run_after: datetime
+    created_at: datetime
+    finished_at: datetime | None
+
+
+# ------------------------------------------------------------------ validation helpers
+
+
+def _int(value: object, name: str, *, minimum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    return value
+
+
+def _text(value: object, name: str, *, optional: bool = False, limit: int = 200) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    if len(value) > limit:
+        raise ValueError(f"{name} must be at most {limit} characters, got {len(value)}")
+    return value
+
+
+def _lease(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"lease must be a number of seconds, got {value!r}")
+    if not (math.isfinite(value) and 0 < value <= MAX_LEASE):
+        raise ValueError(f"lease must be > 0 and <= {MAX_LEASE:g} seconds, got {value!r}")
+    return float(value)
+
+
+def _when(value: object, name: str, *, positive: bool) -> tuple[datetime | None, float | None]:
+    """A datetime (aware) or seconds from now, split into the two query parameters."""
+    if value is None:
+        return None, None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError(f"{name} must be timezone-aware (e.g. tzinfo=UTC), got {value!r}")
+        return value, None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a datetime or seconds from now, got {value!r}")
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        bound = "> 0" if positive else ">= 0"
+        raise ValueError(f"{name} must be finite seconds {bound}, got {value!r}")
+    return None, float(value)
+
+
+def _json(value: object, name: str) -> str:
+    """Compact JSON text of `value`; it must survive a round trip unchanged and fit the limit."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise InvalidJob(f"{name} must be JSON-serialisable: {exc}") from None
+    if json.loads(text) != value:  # tuples, non-string keys: stored differently from given
+        raise InvalidJob(f"{name} changes in a JSON round trip (tuples or non-string keys?)")
+    size = len(text.encode("utf-8"))
+    if size > MAX_PAYLOAD_BYTES:
+        raise PayloadTooLarge(
+            f"{name} is {size} bytes of JSON, the limit is {MAX_PAYLOAD_BYTES}; "
+            "store large data elsewhere and pass its id"
+        )
+    return text
+
+
+def _kinds(kinds: Iterable[str] | None) -> list[str] | None:
+    if kinds is None:
+        return None
+    if isinstance(kinds, str) or not isinstance(kinds, Iterable):
+        raise TypeError(f"kinds must be a list of kind names or None, got {kinds!r}")
+    names = [_text(k, "each kind") for k in kinds]
+    if not names:
+        raise ValueError("kinds must not be empty (None means every kind)")
+    return names
+
+
+def _claim_params(conn: psycopg.Connection, claim: Claim) -> dict[str, Any]:
+    if not isinstance(claim, Claim):
+        raise TypeError(f"expected a Claim from jobs.claim(), got {type(claim).__name__}")
+    if not isinstance(claim.lease_token, uuid.UUID):
+        raise TypeError(f"claim.lease_token must be a uuid.UUID, got {claim.lease_token!r}")
+    return {"job_id": _int(claim.job_id, "claim.job_id"), "lease_token": claim.lease_token,
+            "schema": claim.schema}
+
+
+def _run_with_claim(conn: psycopg.Connection, name: str, claim: Claim, params: dict) -> tuple:
+    """Run a statement that checks the lease; raise ForeignClaim if it ran in another schema."""
+    row = conn.execute(_QUERIES[name].sql, params).fetchone()
+    if row[-1] != claim.schema:
+        raise ForeignClaim(
+            f"this Claim was made in schema {claim.schema!r} but the connection uses "
+            f"{row[-1]!r}; nothing was changed"
+        )
+    return row
+
+
+def _error_text(error: BaseException | str) -> str:
+    if isinstance(error, BaseException):
+        text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    elif isinstance(error, str) and error.strip():
+        text = error
+    else:
+        raise TypeError(f"error must be an exception or a non-empty string, got {error!r}")
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
+
+
+# ------------------------------------------------------------------ the API
+
+
+def submit(conn: psycopg.Connection, *, tenant_id: int, kind: str, payload: dict,
+           idempotency_key: str | None = None, max_attempts: int = 3,
+           run_after: datetime | float | None = None,
+           deadline: datetime | float | None = None) -> int:
+    """Persist a job and return its id; only then may the caller answer "accepted".
+
+    `payload` is a JSON object of at most MAX_PAYLOAD_BYTES. `run_after` and `deadline`
+    are aware datetimes or seconds from now (database clock); `deadline` is when retries
+    stop being scheduled. With `idempotency_key`, a second submit by the same tenant
+    returns the first job's id (also when both race), and the first job's fields win.
+    Raises UnknownKind, PayloadTooLarge, InvalidJob, ValueError or TypeError, writing nothing.
+    """
+    params = {
+        "tenant_id": _int(tenant_id, "tenant_id"),
+        "kind": _text(kind, "kind"),
+        "idempotency_key": _text(idempotency_key, "idempotency_key", optional=True),
+        "max_attempts": _int(max_attempts, "max_attempts", minimum=1),
+    }
+    if not isinstance(payload, dict):
+        raise InvalidJob(f"payload must be a dict (a JSON object), got {type(payload).__name__}")
+    params["payload"] = _json(payload, "payload")
+    params["run_after_at"], params["run_after_in"] = _when(run_after, "run_after", positive=False)
+    params["deadline_at"], params["deadline_in"] = _when(deadline, "deadline", positive=True)
+    try:
+        row = conn.execute(_QUERIES["submit"].sql, params).fetchone()
+    except psycopg.errors.UntranslatableCharacter as exc:  # e.g. "\u0000" in a JSON string
+        raise InvalidJob(f"payload cannot be stored as jsonb: {exc.diag.message_primary}") from None
+    if row is not None:
+        return row[0]
+    # Nothing inserted: either the kind is unknown or the key is taken (its insert has
+    # committed by now: the unique index made ours wait for it).
+    existing, kind_known = conn.execute(_QUERIES["submitted"].sql, params).fetchone()
+    if not kind_known:
+        raise UnknownKind(f"unknown job kind {kind!r}; known kinds are rows of job_kinds")
+    if existing is None:  # the key's job was deleted between the two statements
+        raise InvalidJob(f"idempotency key {idempotency_key!r} was released concurrently; "
+                         "submit again")
+    return existing
+
+
+def claim_many(conn: psycopg.Connection, limit: int, *, lease: float = 30.0,
+               kinds: Iterable[str] | None = None, worker: str | None = None) -> list[Claim]:
+    """Claim up to `limit` runnable jobs in ONE statement (`FOR UPDATE SKIP LOCKED`).
+
+    Runnable: running with an expired lease and attempts left (taken first), or pending
+    with run_after <= cq_now(). Each claimed job gets state running, attempts + 1, a fresh
+    lease token and locked_until = cq_now() + lease, and an attempt row, in the same
+    statement. Expired leases with no attempts left are failed on the way. An empty list
+    means "nothing claimable now", not "all done".
+    """
+    params = {"limit": _int(limit, "limit", minimum=1), "lease": _lease(lease),
+              "kinds": _kinds(kinds), "worker": _text(worker, "worker", optional=True)}
+    rows = conn.execute(_QUERIES["claim"].sql, params).fetchall()
+    return [Claim(*row) for row in rows]
+
+
+def claim(conn: psycopg.Connection, *, lease: float = 30.0, kinds: Iterable[str] | None = None,
+          worker: str | None = None) -> Claim | None:
+    """Claim one runnable job (see claim_many), or None when nothing is claimable now."""
+    claims = claim_many(conn, 1, lease=lease, kinds=kinds, worker=worker)
+    return claims[0] if claims else None
+
+
+def heartbeat(conn: psycopg.Connection, claim: Claim, lease: float = 30.0) -> bool:
+    """Extend the lease to cq_now() + lease if this attempt still holds it and it has not
+    expired. False means the lease is lost: stop working and do not publish anything."""
+    params = _claim_params(conn, claim) | {"lease": _lease(lease)}
+    return _run_with_claim(conn, "heartbeat", claim, params)[0] is not None
+
+
+def finish(conn: psycopg.Connection, claim: Claim, output: Any) -> bool:
+    """Record `output` (JSON, at most MAX_PAYLOAD_BYTES) and mark the job done, in one statement.
+
+    Succeeds only while this attempt holds an unexpired lease on a running job. Returns
+    False, writing nothing, when the lease was lost (expired, reclaimed), the job was
+    cancelled, or the token is not the job's. The result row is unique per job.
+    """
+    params = _claim_params(conn, claim) | {"output": _json(output, "output")}
+    return _run_with_claim(conn, "finish", claim, params)[0] == 1
+
+
+def fail(conn: psycopg.Connection, claim: Claim, error: BaseException | str, *,
+         permanent: bool = False, policy: RetryPolicy | None = None,
+         rng: random.Random | None = None) -> str | None:
+    """Record `error` for this attempt and decide what happens next; return the new state.
+
+    'failed' when `permanent`, when the attempts are used up (the smaller of the job's
+    max_attempts and policy.max_attempts), or when the retry would start after the deadline
+    (the job's, or created_at + policy.deadline); otherwise 'pending' with
+    run_after = cq_now() + policy.delay(attempt, rng). None when the lease was lost
+    (nothing written). The error text is kept, cut to MAX_ERROR_CHARS.
+    """
+    policy = RetryPolicy() if policy is None else policy
+    if not isinstance(policy, RetryPolicy):
+        raise TypeError(f"policy must be a RetryPolicy or None, got {policy!r}")
+    if not isinstance(permanent, bool):
+        raise TypeError(f"permanent must be True or False, got {permanent!r}")
+    params = _claim_params(conn, claim) | {
+        "error": _error_text(error),
+        "permanent": permanent,
+        "policy_max_attempts": policy.max_attempts,
+        "policy_deadline": policy.deadline,
+        "delay": policy.delay(_int(claim.attempt, "claim.attempt", minimum=1), rng),
+    }
+    return _run_with_claim(conn, "fail", claim, params)[0]
+
+
+def cancel(conn: psycopg.Connection, *, tenant_id: int, job_id: int, actor: str,
+           reason: str) -> bool:
+    """Cancel a pending or running job of this tenant, with an audit row; True if it was.
+
+    A running holder is not interrupted, but its later finish/fail/heartbeat return
+    False/None. False for a finished, missing or other tenant's job.
+    """
+    params = {"tenant_id": _int(tenant_id, "tenant_id"), "job_id": _int(job_id, "job_id"),
+              "actor": _text(actor, "actor"), "reason": _text(reason, "reason", limit=1000)}
+    return conn.execute(_QUERIES["cancel"].sql, params).fetchone()[0] == 1
+
+
+def retry(conn: psycopg.Connection, *, tenant_id: int, job_id: int, actor: str, reason: str,
+          attempts: int | None = None) -> bool:
+    """Manually put a failed job back to pending, audited (actor, reason, time, attempts so far).
+
+    The job id (business id) stays; attempt numbers continue, and each new attempt gets a
+    new lease token. The job gets `attempts` more tries (default: as many as it was
+    submitted with). Returns False, writing nothing, unless the job is this tenant's and failed.
+    """
+    params = {"tenant_id": _int(tenant_id, "tenant_id"), "job_id": _int(job_id, "job_id"),
+              "actor": _text(actor, "actor"), "reason": _text(reason, "reason", limit=1000),
+              "attempts": None if attempts is None else _int(attempts, "attempts", minimum=1)}
+    return conn.execute(_QUERIES["retry"].sql, params).fetchone()[0] == 1
+
+
+def status(conn: psycopg.Connection, *, tenant_id: int, job_id: int) -> JobStatus | None:
+    """The job as the jobs table says, or None when it is missing OR another tenant's:
+    the two cases are indistinguishable on purpose (no existence leak)."""
+    params = {"tenant_id": _int(tenant_id, "tenant_id"), "job_id": _int(job_id, "job_id")}
+    row = conn.execute(_QUERIES["status"].sql, params).fetchone()
+    return None if row is None else JobStatus(*row)
+
+
+def _rows(conn: psycopg.Connection, name: str, job_id: int | None) -> list[dict]:
+    params = {"job_id": None if job_id is None else _int(job_id, "job_id")}
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(_QUERIES[name].sql, params).fetchall()
+
+
+def history(conn: psycopg.Connection, job_id: int | None = None) -> list[dict]:
+    """Attempt rows (job_id, attempt, lease_token, worker, started_at, finished_at, outcome,
+    error), ordered by job and attempt; of one job, or of every job when job_id is None."""
+    return _rows(conn, "history", job_id)
+
+
+def audit(conn: psycopg.Connection, job_id: int | None = None) -> list[dict]:
+    """Audit rows (id, job_id, tenant_id, actor, action, reason, at, detail), oldest first."""
+    return _rows(conn, "audit", job_id)
