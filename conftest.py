@@ -8,8 +8,6 @@ compared exactly (after tests/sanitize.cfg).
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 
@@ -18,7 +16,6 @@ def _without_stderr(outputs):
 
 
 def pytest_configure(config):
-    os.environ.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning")
     if not config.pluginmanager.hasplugin("nbval"):
         return
     from nbval.plugin import IPyNbCell
