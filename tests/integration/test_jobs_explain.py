@@ -1,0 +1,37 @@
+"""The claim is served by the partial indexes, however many finished jobs pile up."""
+
+import json
+
+from cachequeue import jobs
+
+
+def _plan_nodes(plan):
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from _plan_nodes(child)
+
+
+def _claim_plan(conn, limit):
+    params = {"limit": limit, "lease": 30.0, "kinds": None, "worker": "w"}
+    # EXPLAIN without ANALYZE plans the data-modifying statement without running it.
+    rows = conn.execute("EXPLAIN (FORMAT JSON) " + jobs._QUERIES["claim"].sql, params).fetchone()
+    plan = rows[0] if not isinstance(rows[0], str) else json.loads(rows[0])
+    return list(_plan_nodes(plan[0]["Plan"]))
+
+
+def test_claim_uses_the_partial_indexes_with_100k_finished_jobs(conn):
+    conn.execute(
+        "INSERT INTO jobs (tenant_id, kind, payload, state, attempts, finished_at)"
+        " SELECT n % 10, 'noop', '{}', 'done', 1, cq_now() FROM generate_series(1, 100000) n")
+    for n in range(3):
+        jobs.submit(conn, tenant_id=1, kind="noop", payload={"n": n})
+    conn.execute("ANALYZE jobs")  # what autovacuum does shortly after such a load
+    for limit in (1, 10):
+        nodes = _claim_plan(conn, limit)
+        scans = {(n["Node Type"], n.get("Relation Name"), n.get("Index Name")) for n in nodes
+                 if "Scan" in n["Node Type"]}
+        assert not any(kind == "Seq Scan" and rel == "jobs" for kind, rel, _ in scans), scans
+        used = {index for _, rel, index in scans if rel == "jobs"}
+        assert {"jobs_runnable", "jobs_lease_expiry"} <= used, scans
+    # And the statement really returns the runnable jobs, not the finished ones.
+    assert [c.payload["n"] for c in jobs.claim_many(conn, 10)] == [0, 1, 2]
