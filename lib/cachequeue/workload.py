@@ -1,0 +1,111 @@
+"""Deterministic read workloads for the cache chapter: gated loaders and seeded read traces."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Hashable
+from typing import Any
+
+from cachequeue.cache import LoadingCache
+from cachequeue.clock import ManualClock
+from cachequeue.ttldict import TtlDict
+
+__all__ = ["GatedLoader", "loads_for_readers", "read_trace", "replay_hit_ratio"]
+
+
+class GatedLoader:
+    """A loader (zero-argument callable) whose loads wait until `release` is set.
+
+    `started` is set once `expect` loads are running, which is the barrier a test or
+    notebook awaits before it looks at the cache. `calls` counts loads; `error`, when set,
+    is raised by every load after the release instead of returning `value`.
+    """
+
+    def __init__(self, value: Any = "v", *, expect: int = 1,
+                 error: BaseException | None = None) -> None:
+        if isinstance(expect, bool) or not isinstance(expect, int) or expect < 1:
+            raise ValueError(f"expect must be an int >= 1, got {expect!r}")
+        self.value, self.expect, self.error = value, expect, error
+        self.started, self.release = asyncio.Event(), asyncio.Event()
+        self.calls = self.running = 0
+
+    def __call__(self):
+        self.calls += 1
+        return self._load()
+
+    async def _load(self) -> Any:
+        self.running += 1
+        try:
+            if self.running >= self.expect:
+                self.started.set()
+            await self.release.wait()
+            if self.error is not None:
+                raise self.error
+            return self.value
+        finally:
+            self.running -= 1
+
+
+async def loads_for_readers(readers: int, *, coalesce: bool) -> int:
+    """How many loads `readers` concurrent readers of one cold key cause.
+
+    Every reader asks before any load finishes (the last reader to start opens the gate),
+    so the answer is exact: 1 with `LoadingCache`, `readers` with the naive `TtlDict`.
+    """
+    if isinstance(readers, bool) or not isinstance(readers, int) or readers < 1:
+        raise ValueError(f"readers must be an int >= 1, got {readers!r}")
+    cache = LoadingCache(max_pending=1) if coalesce else TtlDict()
+    gate = GatedLoader("summary")
+    arrived = 0
+
+    async def reader() -> Any:
+        nonlocal arrived
+        arrived += 1
+        if arrived == readers:
+            gate.release.set()  # loads resume only after this reader has asked too
+        return await cache.get_or_load("doc:42", gate, ttl=30)
+
+    results = await asyncio.gather(*(reader() for _ in range(readers)))
+    assert results == ["summary"] * readers
+    return gate.calls
+
+
+def read_trace(n: int, *, keys: int = 50, rate: float = 10.0, skew: float = 1.1,
+               seed: int = 0) -> list[tuple[float, str]]:
+    """`n` reads as (time in seconds, key): Poisson arrivals at `rate` per second, keys
+    drawn with Zipf-like popularity (key i has weight 1 / (i + 1) ** skew). Same seed,
+    same trace."""
+    for name, value in (("n", n), ("keys", keys)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    if not (isinstance(rate, int | float) and rate > 0 and skew >= 0):
+        raise ValueError(f"rate must be > 0 and skew >= 0, got rate={rate!r} skew={skew!r}")
+    rng = random.Random(seed)
+    names = [f"doc:{i}" for i in range(keys)]
+    weights = [1 / (i + 1) ** skew for i in range(keys)]
+    now, trace = 0.0, []
+    for key in rng.choices(names, weights, k=n):
+        now += rng.expovariate(rate)
+        trace.append((now, key))
+    return trace
+
+
+async def replay_hit_ratio(trace: list[tuple[float, Hashable]], *, ttl: float,
+                           max_entries: int = 100, policy: str = "fifo") -> float:
+    """Replay `trace` through a fresh LoadingCache on a ManualClock; return its hit ratio.
+
+    Loads complete instantly in simulated time, so the ratio depends only on the trace,
+    the TTL, the capacity and the policy.
+    """
+    clock = ManualClock()
+    cache = LoadingCache(max_entries=max_entries, max_ttl=max(60.0, ttl), policy=policy,
+                         clock=clock)
+    for at, key in trace:
+        clock.advance(max(0.0, at - clock()))
+
+        async def load(key=key):
+            return key
+
+        await cache.get_or_load(key, load, ttl=ttl)
+    return cache.stats.hit_ratio
