@@ -87,10 +87,40 @@ def _positive_int(value: Any, name: str) -> int:
     return value
 
 
-def _retrieve(task: asyncio.Task) -> None:
-    # A load whose waiters were all cancelled still fails quietly, not as "never retrieved".
-    if not task.cancelled():
-        task.exception()
+class _Flight:
+    """One load in flight: the task the cache owns, and one future per waiting caller.
+
+    A waiter awaits its own future, so cancelling it cancels only that future, never the
+    task (the effect of asyncio.shield, with one callback for all waiters instead of two
+    per waiter). Single event loop, so no lock: only `settle` reads `waiters`.
+    """
+
+    __slots__ = ("task", "waiters")
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task | None = None
+        self.waiters: list[asyncio.Future] = []
+
+    def join(self) -> asyncio.Future:
+        waiter = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        return waiter
+
+    def settle(self, task: asyncio.Task) -> None:
+        """Done callback of the task: hand its outcome to every waiter still waiting."""
+        waiters, self.waiters = self.waiters, []
+        if task.cancelled():
+            for waiter in waiters:
+                waiter.cancel()
+            return
+        error = task.exception()  # also marks it retrieved when every waiter has gone
+        for waiter in waiters:
+            if waiter.done():  # its caller was cancelled
+                continue
+            if error is None:
+                waiter.set_result(task.result())
+            else:
+                waiter.set_exception(error)
 
 
 class LoadingCache:
@@ -146,7 +176,7 @@ class LoadingCache:
         # key -> (value, fresh_until) or, for a cached NotFound, (error, _NEVER, absent_until).
         # Order is eviction order: insertion (fifo) or last read (lru). entry[-1] is the expiry.
         self._data: OrderedDict[Hashable, tuple] = OrderedDict()
-        self._flights: dict[Hashable, asyncio.Task] = {}  # key -> the load new misses join
+        self._flights: dict[Hashable, _Flight] = {}  # key -> the load new misses join
         self._running = 0  # loads in flight, including forgotten ones; capped by max_pending
         self._next_expiry = math.inf  # lower bound of every entry's expiry
         self._stats = CacheStats()
@@ -210,11 +240,11 @@ class LoadingCache:
             stats.expired += 1
         flight = self._flights.get(key)
         if flight is not None:
-            if flight is asyncio.current_task():
+            if flight.task is asyncio.current_task():
                 raise RuntimeError(f"the loader for {key!r} awaits its own key: it would wait forever")
             stats.misses += 1
             stats.coalesced += 1
-            return await asyncio.shield(flight)
+            return await flight.join()
         stats.misses += 1
         if self._running >= self._max_pending:
             stats.rejected += 1
@@ -230,32 +260,31 @@ class LoadingCache:
             raise
         # Registered before the loader first runs, so every later miss finds this flight.
         self._running += 1
-        task = asyncio.get_running_loop().create_task(self._load(key, awaitable, ttl))
-        task.add_done_callback(_retrieve)
-        self._flights[key] = task
-        return await asyncio.shield(task)
+        flight = self._flights[key] = _Flight()
+        flight.task = asyncio.get_running_loop().create_task(self._load(key, awaitable, ttl, flight))
+        flight.task.add_done_callback(flight.settle)
+        return await flight.join()
 
-    async def _load(self, key, awaitable, ttl):
-        task = asyncio.current_task()
+    async def _load(self, key, awaitable, ttl, flight):
         try:
             value = await awaitable
         except NotFound as error:
             if self._negative_ttl is None:
                 self._stats.failures += 1
-            elif self._flights.get(key) is task:
+            elif self._flights.get(key) is flight:
                 self._insert(key, (error, _NEVER, self._clock() + self._negative_ttl))
             raise
         except BaseException:
             self._stats.failures += 1
             raise
         else:
-            if self._flights.get(key) is task:  # not forgotten by invalidate()
+            if self._flights.get(key) is flight:  # not forgotten by invalidate()
                 self._insert(key, (value, self._clock() + ttl))
             return value
         finally:
             # Release in every case (singleflight): a failure never leaves the key stuck.
             self._running -= 1
-            if self._flights.get(key) is task:
+            if self._flights.get(key) is flight:
                 del self._flights[key]
 
     def _insert(self, key, entry) -> None:
