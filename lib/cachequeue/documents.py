@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from cachequeue import data
-from cachequeue.access import ROLES, Document, User, authorize
+from cachequeue.access import ROLES, VISIBILITIES, Document, User, authorize
 
 __all__ = ["DocumentStore"]
 
@@ -97,6 +97,15 @@ class DocumentStore:
         if doc.deleted:
             raise ValueError(f"document {document_id} is already deleted")
         new = replace(doc, deleted=True)
+        self._documents[new.id] = new
+        return new
+
+    def set_visibility(self, document_id: int, visibility: str) -> Document:
+        """Change who may read a document; the content and its version stay the same."""
+        doc = self.document(document_id)
+        if visibility not in VISIBILITIES:
+            raise ValueError(f"visibility must be one of {VISIBILITIES}, got {visibility!r}")
+        new = replace(doc, visibility=visibility)
         self._documents[new.id] = new
         return new
 

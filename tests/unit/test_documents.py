@@ -49,6 +49,14 @@ def test_set_role_revokes_admin_rights(store):
         store.authorize(10, 43)
 
 
+def test_set_visibility_restricts_without_a_new_version(store):
+    assert store.authorize(11, 42) == "member"
+    after = store.set_visibility(42, "admins")
+    assert after.version == 3
+    with pytest.raises(PermissionDenied, match="admins only"):
+        store.authorize(11, 42)
+
+
 @pytest.mark.parametrize(
     "call, error, message",
     [
@@ -58,6 +66,7 @@ def test_set_role_revokes_admin_rights(store):
         (lambda s: s.publish(42, "  "), ValueError, "non-empty"),
         (lambda s: s.publish(42, None), ValueError, "non-empty"),
         (lambda s: s.set_role(11, "root"), ValueError, "role must be one of"),
+        (lambda s: s.set_visibility(42, "public"), ValueError, "visibility must be one of"),
         (lambda s: s.delete(99), LookupError, "no document 99"),
     ],
 )
