@@ -71,13 +71,16 @@ fresh AS (
     WHERE state = 'pending' AND run_after <= (SELECT now FROM clock)
       AND (%(kinds)s::text[] IS NULL OR kind = ANY (%(kinds)s::text[]))
     ORDER BY run_after, id
-    LIMIT (SELECT %(limit)s - count(*) FROM expired)
+    LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ),
+-- CTEs are read lazily: fresh is only read (and its rows only locked) for the places
+-- that expired leases did not fill.
 picked AS (
     SELECT * FROM expired
     UNION ALL
     SELECT * FROM fresh
+    LIMIT %(limit)s
 ),
 claimed AS (
     UPDATE jobs j
