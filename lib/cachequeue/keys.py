@@ -74,9 +74,17 @@ def _id(name: str, value: Any, minimum: int) -> str:
     return str(value)
 
 
+def _utf8(name: str, value: str) -> bytes:
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{name} must be valid Unicode text (it has a lone surrogate)") from None
+
+
 def _text(name: str, value: str) -> str:
     if not value:
         raise ValueError(f"{name} must not be empty (leave the dimension out instead)")
+    _utf8(name, value)
     escaped = _escape(value)
     # A str that reads like an int is quoted, so "2" and 2 never share a key.
     return f'"{escaped}"' if _INT_LIKE.fullmatch(escaped) else escaped
@@ -120,7 +128,7 @@ def private_digest(private: Mapping[str, str]) -> str:
             raise TypeError(f"private input {name!r} must be a str, got {type(text).__name__}")
     h = hashlib.sha256(_DOMAIN)
     for name in sorted(private):
-        for part in (name.encode("utf-8"), private[name].encode("utf-8")):
+        for part in (_utf8("private input name", name), _utf8(f"private input {name!r}", private[name])):
             h.update(b"%d:" % len(part))
             h.update(part)
     return "sha256:" + h.hexdigest()[:_DIGEST_HEX]

@@ -181,6 +181,8 @@ def test_private_name_and_value_boundaries_do_not_blur():
         ({"private": {"prompt": 1}}, TypeError, "must be a str"),
         ({"private": {"": "x"}}, TypeError, "non-empty str"),
         ({"private": {1: "x"}}, TypeError, "non-empty str"),
+        ({"lang": "zh\ud800"}, ValueError, "lone surrogate"),
+        ({"private": {"prompt": "\udfff"}}, ValueError, "lone surrogate"),
     ],
 )
 def test_bad_input_gets_a_clear_error(change, error, message):
