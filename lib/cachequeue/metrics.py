@@ -1,0 +1,121 @@
+"""Queue state as pandas DataFrames: jobs, attempts, and simulated retry schedules.
+
+The same columns come from PostgreSQL (`jobs_frame(conn)`) and from the in-memory model
+(`model_frame(model)`), so a notebook can show both side by side. Pass `epoch` (a
+`ManualClock`'s epoch) to turn database timestamps into seconds on that clock, which keeps
+tables short and identical from run to run.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from . import sqlfile
+from .retry import RetryPolicy
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .lab import QueueModel
+
+__all__ = ["JOB_COLUMNS", "attempts_frame", "jobs_frame", "model_frame", "peak",
+           "retry_times", "state_counts"]
+
+JOB_COLUMNS = ["job_id", "tenant_id", "kind", "state", "attempts", "max_attempts", "run_after",
+               "locked_until", "finished_at", "last_error", "has_result"]
+_TIMES = ("run_after", "locked_until", "finished_at", "started_at")
+
+
+def _seconds(frame: pd.DataFrame, epoch: datetime | None) -> pd.DataFrame:
+    """Timestamps -> seconds since `epoch` (missing ones stay None), if an epoch is given."""
+    import pandas as pd
+
+    if epoch is not None:
+        for column in _TIMES:
+            if column in frame:
+                frame[column] = pd.Series(
+                    [None if pd.isna(v) else round((v - epoch).total_seconds(), 6)
+                     for v in frame[column]], index=frame.index, dtype=object)
+    return frame
+
+
+def _rows(conn: psycopg.Connection, name: str) -> tuple[list[str], list[tuple]]:
+    with conn.cursor() as cur:
+        cur.execute(sqlfile.load("metrics.sql")[name].sql)
+        return [c.name for c in cur.description], cur.fetchall()
+
+
+def jobs_frame(conn: psycopg.Connection, *, epoch: datetime | None = None) -> pd.DataFrame:
+    """Every job of the connection's schema, one row each (columns JOB_COLUMNS)."""
+    import pandas as pd
+
+    columns, rows = _rows(conn, "jobs_table")
+    return _seconds(pd.DataFrame(rows, columns=columns).astype(object), epoch)
+
+
+def model_frame(model: QueueModel) -> pd.DataFrame:
+    """The same table for a `QueueModel` (times are already readings of its clock)."""
+    import pandas as pd
+
+    results = model.results()
+    rows = [{**{c: getattr(j, c, None) for c in JOB_COLUMNS}, "has_result": j.job_id in results}
+            for j in model.jobs()]
+    return pd.DataFrame(rows, columns=JOB_COLUMNS).astype(object)
+
+
+def state_counts(conn: psycopg.Connection) -> dict[str, int]:
+    """{state: number of jobs} for every state, read from the jobs table."""
+    return dict(_rows(conn, "state_counts")[1])
+
+
+def attempts_frame(rows: Iterable[dict[str, Any]], *, epoch: datetime | None = None,
+                   tokens: bool = False) -> pd.DataFrame:
+    """Attempt rows (from `jobs.history` or `QueueModel.history`) as a DataFrame.
+
+    Lease tokens are left out unless `tokens=True`: they are random in PostgreSQL.
+    """
+    import pandas as pd
+
+    columns = ["job_id", "attempt", "worker", "started_at", "finished_at", "outcome", "error"]
+    if tokens:
+        columns.insert(2, "lease_token")
+    frame = pd.DataFrame([{c: r[c] for c in columns} for r in rows], columns=columns)
+    return _seconds(frame.astype(object), epoch)
+
+
+def retry_times(policy: RetryPolicy, *, jobs: int = 200, seed: int = 0,
+                start: float = 0.0) -> pd.DataFrame:
+    """When `jobs` jobs that all fail at `start` (and keep failing at once) are retried.
+
+    One row per scheduled retry: job, attempt (the one that failed), at (seconds). Draws
+    go attempt by attempt, job by job, from one `random.Random(seed)`; for attempt 1 that
+    is the order in which a worker failing the whole batch calls `policy.delay`.
+    """
+    import pandas as pd
+
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be an int >= 1, got {jobs!r}")
+    rng = random.Random(seed)
+    now = [float(start)] * jobs
+    rows = []
+    for attempt in range(1, policy.max_attempts):
+        for job in range(jobs):
+            now[job] += policy.delay(attempt, rng)
+            rows.append({"job": job, "attempt": attempt, "at": now[job]})
+    return pd.DataFrame(rows, columns=["job", "attempt", "at"])
+
+
+def peak(times: Iterable[float], width: float = 1.0) -> int:
+    """The largest number of `times` that fall into one bucket [k*width, (k+1)*width)."""
+    if not width > 0:
+        raise ValueError(f"width must be > 0, got {width!r}")
+    counts: dict[int, int] = {}
+    for t in times:
+        bucket = int(t // width)
+        counts[bucket] = counts.get(bucket, 0) + 1
+    return max(counts.values(), default=0)
