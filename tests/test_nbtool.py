@@ -37,3 +37,13 @@ def test_student_copy_strips_the_block_and_every_output():
 def test_mismatched_markers_and_tags_are_errors(source, tags):
     with pytest.raises(ValueError, match="solution"):
         nbtool.student_copy(_nb(source, tags))
+
+
+def test_tidy_joins_split_stream_chunks_but_keeps_stdout_and_stderr_apart():
+    nb = _nb("print('x')", [])
+    out = nbformat.v4.new_output
+    nb.cells[0].outputs = [out("stream", name="stdout", text="ab"), out("stream", name="stdout", text="c\n"),
+                           out("stream", name="stderr", text="warn\n"), out("stream", name="stdout", text="d\n")]
+    nbtool._tidy(nb)
+    assert [(o.name, o.text) for o in nb.cells[0].outputs] == [
+        ("stdout", "abc\n"), ("stderr", "warn\n"), ("stdout", "d\n")]

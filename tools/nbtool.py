@@ -50,13 +50,28 @@ def execute(path: Path, *, allow_errors: bool = False, timeout: int = 900):
     return nb
 
 
+def _merge_streams(outputs: list) -> list:
+    """Join consecutive chunks of one stream: the kernel splits a print at random points,
+    which would make two runs of the same notebook differ byte for byte."""
+    merged: list = []
+    for out in outputs:
+        last = merged[-1] if merged else None
+        if (out.get("output_type") == "stream" and last is not None
+                and last.get("output_type") == "stream" and last.get("name") == out.get("name")):
+            last["text"] += out["text"]
+        else:
+            merged.append(out)
+    return merged
+
+
 def _tidy(nb) -> None:
-    """Drop per-run noise that is not output: timing metadata and widget state."""
+    """Drop per-run noise that is not output: timing metadata, widget state, split streams."""
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
         if cell.cell_type == "code":
             cell.metadata.pop("collapsed", None)
+            cell.outputs = _merge_streams(cell.outputs)
 
 
 def cmd_execute(paths: list[Path]) -> int:
