@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -24,7 +24,10 @@ from .clock import ManualClock
 from .lab import QueueModel
 from .retry import RetryPolicy
 
-__all__ = ["POLICY", "Step", "Trace", "replay", "steps"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["POLICY", "Step", "Trace", "replay", "steps", "tally"]
 
 # No jitter, so both sides compute the same backoff; generous caps so the job's own
 # max_attempts decides, as the chapter's exercise intends.
@@ -170,6 +173,24 @@ def replay(conn: psycopg.Connection, sequence: list[Step], *, policy: RetryPolic
                                                 jobs.history(conn, job_id), clock.epoch)
     db.set_clock(conn, None)
     return trace
+
+
+def _outcome(op: str, value: Any) -> str:
+    if op == "claim":
+        return "None" if value is None else ("claim" if value[4] == 1 else "claim again")
+    return {"submit": "job id", "advance": "-"}.get(op, str(value))
+
+
+def tally(traces: list[Trace]) -> pd.DataFrame:
+    """How often each operation returned what (the PostgreSQL side), over many traces:
+    rows are ops, columns outcomes ("claim again" is a claim of a later attempt)."""
+    import pandas as pd
+
+    pairs = [(r["step"].split("(")[0], _outcome(r["step"].split("(")[0], r["postgres"]))
+             for t in traces for r in t.rows]
+    frame = pd.DataFrame(pairs, columns=["op", "outcome"])
+    return pd.crosstab(frame["op"], frame["outcome"]).reindex(
+        [op for op in OPS if op in set(frame["op"])])
 
 
 def steps(max_size: int = 20):

@@ -44,6 +44,11 @@ def _seconds(frame: pd.DataFrame, epoch: datetime | None) -> pd.DataFrame:
     return frame
 
 
+def _none(frame: pd.DataFrame) -> pd.DataFrame:
+    """Missing values shown as None, the way the database and the model both say it."""
+    return frame.astype(object).where(frame.notna(), None)
+
+
 def _rows(conn: psycopg.Connection, name: str) -> tuple[list[str], list[tuple]]:
     with conn.cursor() as cur:
         cur.execute(sqlfile.load("metrics.sql")[name].sql)
@@ -55,7 +60,7 @@ def jobs_frame(conn: psycopg.Connection, *, epoch: datetime | None = None) -> pd
     import pandas as pd
 
     columns, rows = _rows(conn, "jobs_table")
-    return _seconds(pd.DataFrame(rows, columns=columns).astype(object), epoch)
+    return _none(_seconds(pd.DataFrame(rows, columns=columns).astype(object), epoch))
 
 
 def model_frame(model: QueueModel) -> pd.DataFrame:
@@ -65,7 +70,7 @@ def model_frame(model: QueueModel) -> pd.DataFrame:
     results = model.results()
     rows = [{**{c: getattr(j, c, None) for c in JOB_COLUMNS}, "has_result": j.job_id in results}
             for j in model.jobs()]
-    return pd.DataFrame(rows, columns=JOB_COLUMNS).astype(object)
+    return _none(pd.DataFrame(rows, columns=JOB_COLUMNS).astype(object))
 
 
 def state_counts(conn: psycopg.Connection) -> dict[str, int]:
@@ -85,7 +90,7 @@ def attempts_frame(rows: Iterable[dict[str, Any]], *, epoch: datetime | None = N
     if tokens:
         columns.insert(2, "lease_token")
     frame = pd.DataFrame([{c: r[c] for c in columns} for r in rows], columns=columns)
-    return _seconds(frame.astype(object), epoch)
+    return _none(_seconds(frame.astype(object), epoch))
 
 
 def retry_times(policy: RetryPolicy, *, jobs: int = 200, seed: int = 0,
