@@ -38,6 +38,7 @@ __all__ = [
     "claim_many",
     "fail",
     "finish",
+    "finish_many",
     "heartbeat",
     "history",
     "retry",
@@ -138,7 +139,8 @@ def _json(value: object, name: str) -> str:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise InvalidJob(f"{name} must be JSON-serialisable: {exc}") from None
-    if json.loads(text) != value:  # tuples, non-string keys: stored differently from given
+    # Containers may hold tuples or non-string keys, which JSON stores as something else.
+    if isinstance(value, dict | list | tuple) and json.loads(text) != value:
         raise InvalidJob(f"{name} changes in a JSON round trip (tuples or non-string keys?)")
     size = len(text.encode("utf-8"))
     if size > MAX_PAYLOAD_BYTES:
@@ -272,6 +274,32 @@ def finish(conn: psycopg.Connection, claim: Claim, output: Any) -> bool:
     """
     params = _claim_params(conn, claim) | {"output": _json(output, "output")}
     return _run_with_claim(conn, "finish", claim, params)[0] == 1
+
+
+def finish_many(conn: psycopg.Connection, results: Iterable[tuple[Claim, Any]]) -> list[bool]:
+    """finish() for several (claim, output) pairs in ONE statement; a bool per pair, in order.
+
+    Each pair succeeds or not on its own lease, exactly as finish() would; the results of
+    the successful ones commit together. Fewer commits per job is the point (a worker that
+    claimed ten no-op jobs with claim_many); the price is that an early result waits for
+    the batch. The claims must be distinct jobs of one schema.
+    """
+    pairs = list(results)
+    if not pairs:
+        return []
+    params = [_claim_params(conn, claim) for claim, _ in pairs]
+    schemas = {p["schema"] for p in params}
+    if len(schemas) > 1:
+        raise ForeignClaim(f"claims from several schemas {sorted(schemas)}; nothing was changed")
+    job_ids = [p["job_id"] for p in params]
+    if len(set(job_ids)) != len(job_ids):
+        raise ValueError("each job may appear once in finish_many()")
+    first = pairs[0][0]
+    row = _run_with_claim(conn, "finish_many", first, {
+        "job_ids": job_ids, "lease_tokens": [p["lease_token"] for p in params],
+        "outputs": [_json(output, "output") for _, output in pairs], "schema": first.schema})
+    finished = set(row[0])
+    return [job_id in finished for job_id in job_ids]
 
 
 def fail(conn: psycopg.Connection, claim: Claim, error: BaseException | str, *,

@@ -317,3 +317,38 @@ def test_history_lists_every_attempt_in_order(conn):
         (a, 1, "w9", "done"), (b, 1, "w9", "done")]
     assert all(r["finished_at"] >= r["started_at"] for r in rows)
     assert jobs.history(conn, b) == rows[1:]
+
+
+def test_finish_many_finishes_each_held_lease_in_one_statement(conn):
+    db.set_clock(conn, T0)
+    for n in range(4):
+        jobs.submit(conn, tenant_id=1, kind="noop", payload={"n": n})
+    first, second, third, fourth = jobs.claim_many(conn, 4, lease=30)
+    assert jobs.cancel(conn, tenant_id=1, job_id=third.job_id, actor="u", reason="stop")
+    forged = dataclasses.replace(second, lease_token=uuid.uuid4())
+    assert jobs.finish_many(conn, []) == []
+    assert jobs.finish_many(conn, [(first, "a"), (forged, "b"), (third, "c"), (fourth, None)]) == [
+        True, False, False, True]
+    outputs = dict(conn.execute("SELECT job_id, output FROM job_results").fetchall())
+    assert outputs == {first.job_id: "a", fourth.job_id: None}
+    outcomes = {h["job_id"]: h["outcome"] for h in jobs.history(conn)}
+    assert outcomes == {first.job_id: "done", second.job_id: None, third.job_id: "cancelled",
+                        fourth.job_id: "done"}
+    assert jobs.finish(conn, second, "b") is True  # the real holder still can
+
+
+def test_finish_many_refuses_bad_batches_and_writes_nothing(conn, schema):
+    for n in range(2):
+        jobs.submit(conn, tenant_id=1, kind="noop", payload={"n": n})
+    a, b = jobs.claim_many(conn, 2)
+    before = snapshot(conn)
+    with pytest.raises(ValueError, match="once"):
+        jobs.finish_many(conn, [(a, 1), (a, 2)])
+    with pytest.raises(InvalidJob):
+        jobs.finish_many(conn, [(a, 1), (b, {"x": object()})])
+    with pytest.raises(ForeignClaim):
+        jobs.finish_many(conn, [(a, 1), (dataclasses.replace(b, schema=schema + "_x"), 2)])
+    with pytest.raises(ForeignClaim):
+        jobs.finish_many(conn, [(dataclasses.replace(a, schema=schema + "_x"), 1)])
+    assert snapshot(conn) == before
+    assert jobs.finish_many(conn, [(a, 1), (b, 2)]) == [True, True]

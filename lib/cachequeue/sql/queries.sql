@@ -148,6 +148,40 @@ closed AS (
 )
 SELECT (SELECT count(*) FROM owned) AS finished, current_schema() AS schema;
 
+-- name: finish_many
+-- finish for several claims at once: each job whose lease is still held gets its result and is done.
+WITH clock AS MATERIALIZED (
+    SELECT cq_now() AS now
+),
+given AS (
+    SELECT *
+    FROM unnest(%(job_ids)s::bigint[], %(lease_tokens)s::uuid[], %(outputs)s::text[]::jsonb[])
+         AS g (job_id, lease_token, output)
+),
+owned AS (
+    UPDATE jobs j
+    SET state = 'done', finished_at = (SELECT now FROM clock),
+        lease_token = NULL, locked_until = NULL, locked_by = NULL
+    FROM given g
+    WHERE j.id = g.job_id AND j.lease_token = g.lease_token AND j.state = 'running'
+      AND j.locked_until > (SELECT now FROM clock) AND current_schema() = %(schema)s
+    RETURNING j.id, j.tenant_id, g.lease_token, g.output
+),
+stored AS (
+    INSERT INTO job_results (job_id, tenant_id, output, lease_token, created_at)
+    SELECT id, tenant_id, output, lease_token, (SELECT now FROM clock)
+    FROM owned
+    ON CONFLICT (job_id) DO NOTHING
+),
+closed AS (
+    UPDATE job_attempts a
+    SET finished_at = (SELECT now FROM clock), outcome = 'done'
+    FROM owned o
+    WHERE a.lease_token = o.lease_token
+)
+SELECT coalesce((SELECT array_agg(id) FROM owned), '{}') AS finished,
+       current_schema() AS schema;
+
 -- name: fail
 -- If the lease is still held: record the error, then schedule a retry or fail the job for good.
 WITH clock AS MATERIALIZED (
