@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import threading
 from collections.abc import Hashable
 from typing import Any
 
@@ -11,7 +12,8 @@ from cachequeue.cache import LoadingCache
 from cachequeue.clock import ManualClock
 from cachequeue.ttldict import TtlDict
 
-__all__ = ["GatedLoader", "loads_for_readers", "read_trace", "replay_hit_ratio"]
+__all__ = ["CountingCondition", "GatedLoader", "loads_for_readers", "read_trace",
+           "replay_hit_ratio"]
 
 
 class GatedLoader:
@@ -45,6 +47,38 @@ class GatedLoader:
             return self.value
         finally:
             self.running -= 1
+
+
+class CountingCondition(threading.Condition):
+    """A threading.Condition that counts the threads waiting on it.
+
+    `waiting_reached(n)` returns an Event set once `n` threads have called `wait()`: the
+    barrier that shows, without sleeping, that cachetools' `cached(condition=...)` made
+    the other threads wait instead of calling the function.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = 0
+        self._thresholds: list[tuple[int, threading.Event]] = []
+
+    def waiting_reached(self, n: int) -> threading.Event:
+        event = threading.Event()
+        with self:
+            self._thresholds.append((n, event))
+            if self.waiting >= n:
+                event.set()
+        return event
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waiting += 1  # the caller holds the lock, as Condition.wait requires
+        for n, event in self._thresholds:
+            if self.waiting >= n:
+                event.set()
+        try:
+            return super().wait(timeout)
+        finally:
+            self.waiting -= 1
 
 
 async def loads_for_readers(readers: int, *, coalesce: bool) -> int:

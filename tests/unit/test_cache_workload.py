@@ -8,7 +8,13 @@ import pytest
 
 from cachequeue.clock import ManualClock
 from cachequeue.ttldict import TtlDict
-from cachequeue.workload import GatedLoader, loads_for_readers, read_trace, replay_hit_ratio
+from cachequeue.workload import (
+    CountingCondition,
+    GatedLoader,
+    loads_for_readers,
+    read_trace,
+    replay_hit_ratio,
+)
 
 
 @pytest.mark.parametrize("readers", [1, 2, 7, 100])
@@ -71,3 +77,28 @@ def test_ttl_dict_keeps_expired_entries_that_are_never_read_again():
     naive.set("doc:new", "summary", ttl=1)
     assert len(naive) == 101  # nothing removes the 100 expired entries
     assert naive.get("doc:0") is None and len(naive) == 100  # only a read of that key does
+
+
+def test_counting_condition_reports_waiting_threads():
+    import threading
+
+    cond = CountingCondition()
+    two_waiting = cond.waiting_reached(2)
+    go = False
+
+    def waiter():
+        with cond:
+            while not go:
+                cond.wait()
+
+    threads = [threading.Thread(target=waiter) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    assert two_waiting.wait(timeout=5)
+    with cond:
+        assert cond.waiting == 2
+        go = True
+        cond.notify_all()
+    for thread in threads:
+        thread.join()
+    assert cond.waiting == 0
