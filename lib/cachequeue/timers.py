@@ -22,6 +22,7 @@ import select
 import subprocess
 import sys
 import threading
+from datetime import datetime
 from pathlib import Path
 
 __all__ = ["MARKERS", "fired", "main", "start"]
@@ -37,16 +38,22 @@ def fired(out: str | os.PathLike) -> list[str]:
 
 
 def start(schema: str, out: str | os.PathLike, *, delay: float, tenant_id: int = 1,
-          timeout: float = 60.0) -> tuple[subprocess.Popen, int]:
+          at: datetime | None = None, timeout: float = 60.0) -> tuple[subprocess.Popen, int]:
     """Run the demo as a child process; return (process, job_id) once it reports ready.
 
-    The child inherits the environment (DATABASE_URL, or the embedded server). If it
-    exits or stays silent for `timeout` seconds, it is killed and RuntimeError says why.
+    The child inherits the environment (DATABASE_URL, or the embedded server). With `at`,
+    its database clock is frozen there (`db.set_clock`) before it submits, so the job's
+    times fit a notebook that runs on a ManualClock. If the child exits or stays silent
+    for `timeout` seconds, it is killed and RuntimeError says why.
     """
     if isinstance(delay, bool) or not isinstance(delay, int | float) or not delay >= 0:
         raise ValueError(f"delay must be a number of seconds >= 0, got {delay!r}")
+    if at is not None and (not isinstance(at, datetime) or at.tzinfo is None):
+        raise ValueError(f"at must be a timezone-aware datetime or None, got {at!r}")
     cmd = [sys.executable, "-m", "cachequeue.timers", "--schema", schema, "--out", str(out),
            "--delay", repr(float(delay)), "--tenant", str(tenant_id)]
+    if at is not None:
+        cmd += ["--at", at.isoformat()]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     ready, _, _ = select.select([proc.stdout], [], [], timeout)
     line = proc.stdout.readline() if ready else ""
@@ -87,12 +94,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--delay", required=True, type=float)
     parser.add_argument("--tenant", type=int, default=1)
+    parser.add_argument("--at", type=datetime.fromisoformat, default=None)
     args = parser.parse_args(argv)
     if not args.out.is_dir():
         parser.error(f"--out must be an existing folder, got {args.out}")
     from . import db, jobs
 
     with db.connect(args.schema) as conn:
+        if args.at is not None:
+            db.set_clock(conn, args.at)
         job_id = jobs.submit(conn, tenant_id=args.tenant, kind="summarise",
                              payload={"document_id": 1, "version": 1})
     asyncio.run(_serve(args.out, args.delay, job_id))

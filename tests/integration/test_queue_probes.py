@@ -3,6 +3,7 @@ the metrics tables, and the in-process timers that die with their process."""
 
 import os
 import signal
+from datetime import datetime
 
 import pytest
 
@@ -67,11 +68,13 @@ def test_timers_vanish_with_their_process_but_the_job_stays(schema, conn, tmp_pa
     proc, lived = timers.start(schema, tmp_path / "lived", delay=0.01)
     assert proc.wait(30) == 0
     assert timers.fired(tmp_path / "lived") == ["asyncio.call_later", "threading.Timer"]
-    proc, job_id = timers.start(schema, tmp_path / "killed", delay=3600)
+    clock = ManualClock(7)
+    proc, job_id = timers.start(schema, tmp_path / "killed", delay=3600, at=clock.datetime())
     os.kill(proc.pid, signal.SIGKILL)
     assert proc.wait(30) == -signal.SIGKILL
     assert timers.fired(tmp_path / "killed") == []
-    assert jobs.status(conn, tenant_id=1, job_id=job_id).state == "pending"
+    killed = jobs.status(conn, tenant_id=1, job_id=job_id)
+    assert (killed.state, killed.created_at) == ("pending", clock.datetime())
     assert {c.job_id for c in jobs.claim_many(conn, 5)} == {lived, job_id}
 
 
@@ -80,3 +83,5 @@ def test_timers_start_reports_a_child_that_cannot_start(tmp_path):
         timers.start("no_such_schema_x", tmp_path / "missing", delay=1)
     with pytest.raises(ValueError):
         timers.start("x", tmp_path, delay=-1)
+    with pytest.raises(ValueError):
+        timers.start("x", tmp_path, delay=1, at=datetime(2026, 1, 1))

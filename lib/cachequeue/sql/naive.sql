@@ -11,8 +11,9 @@ ORDER BY id
 LIMIT 1;
 
 -- name: naive_take
--- Step 2 of the naive claim: mark the job read in step 1 as ours. Nothing re-checks that
--- it is still pending, so a second worker that read the same row takes it as well.
+-- Step 2 of the naive claim: mark the job read in step 1 as ours (deliberately wrong).
+-- Nothing re-checks that the job is still pending: a second worker that read the same
+-- row in step 1 takes it as well.
 UPDATE jobs
 SET state = 'running',
     attempts = attempts + 1,
@@ -29,8 +30,9 @@ FROM jobs
 WHERE state = 'pending';
 
 -- name: count_pending_skip_locked
--- The same report written with SKIP LOCKED: rows another transaction holds are left out,
--- so the count is too small whenever a worker is busy. Right for claiming, wrong here.
+-- The same report written with SKIP LOCKED (deliberately wrong).
+-- Rows another transaction holds are left out, so the count is too small whenever a
+-- worker is busy. Right for claiming, wrong for reports.
 SELECT count(*) AS pending
 FROM (
     SELECT id FROM jobs WHERE state = 'pending' FOR UPDATE SKIP LOCKED
