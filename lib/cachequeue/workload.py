@@ -20,8 +20,10 @@ class GatedLoader:
     """A loader (zero-argument callable) whose loads wait until `release` is set.
 
     `started` is set once `expect` loads are running, which is the barrier a test or
-    notebook awaits before it looks at the cache. `calls` counts loads; `error`, when set,
-    is raised by every load after the release instead of returning `value`.
+    notebook awaits before it looks at the cache. `finished` is set when a load returns or
+    raises; a cache stores the value in the same step, before any waiter of `finished`
+    resumes. `calls` counts loads; `error`, when set, is raised by every load after the
+    release instead of returning `value`.
     """
 
     def __init__(self, value: Any = "v", *, expect: int = 1,
@@ -29,7 +31,7 @@ class GatedLoader:
         if isinstance(expect, bool) or not isinstance(expect, int) or expect < 1:
             raise ValueError(f"expect must be an int >= 1, got {expect!r}")
         self.value, self.expect, self.error = value, expect, error
-        self.started, self.release = asyncio.Event(), asyncio.Event()
+        self.started, self.release, self.finished = asyncio.Event(), asyncio.Event(), asyncio.Event()
         self.calls = self.running = 0
 
     def __call__(self):
@@ -47,6 +49,7 @@ class GatedLoader:
             return self.value
         finally:
             self.running -= 1
+            self.finished.set()
 
 
 class CountingCondition(threading.Condition):

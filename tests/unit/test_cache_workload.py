@@ -61,8 +61,9 @@ def test_gated_loader_counts_and_refuses_a_bad_expectation():
         gate = GatedLoader("x", expect=2)
         first, second = asyncio.ensure_future(gate()), asyncio.ensure_future(gate())
         await gate.started.wait()
-        assert gate.running == 2
+        assert gate.running == 2 and not gate.finished.is_set()
         gate.release.set()
+        await gate.finished.wait()
         return await first, await second, gate.calls, gate.running
 
     assert asyncio.run(scenario()) == ("x", "x", 2, 0)
