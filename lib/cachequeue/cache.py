@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from cachequeue.errors import CacheQueueError
+from cachequeue.flight import Flight
 
 __all__ = ["CacheBusy", "CacheStats", "LoadingCache", "NotFound", "POLICIES"]
 
@@ -87,42 +88,6 @@ def _positive_int(value: Any, name: str) -> int:
     return value
 
 
-class _Flight:
-    """One load in flight: the task the cache owns, and one future per waiting caller.
-
-    A waiter awaits its own future, so cancelling it cancels only that future, never the
-    task (the effect of asyncio.shield, with one callback for all waiters instead of two
-    per waiter). Single event loop, so no lock: only `settle` reads `waiters`.
-    """
-
-    __slots__ = ("task", "waiters")
-
-    def __init__(self) -> None:
-        self.task: asyncio.Task | None = None
-        self.waiters: list[asyncio.Future] = []
-
-    def join(self) -> asyncio.Future:
-        waiter = asyncio.get_running_loop().create_future()
-        self.waiters.append(waiter)
-        return waiter
-
-    def settle(self, task: asyncio.Task) -> None:
-        """Done callback of the task: hand its outcome to every waiter still waiting."""
-        waiters, self.waiters = self.waiters, []
-        if task.cancelled():
-            for waiter in waiters:
-                waiter.cancel()
-            return
-        error = task.exception()  # also marks it retrieved when every waiter has gone
-        for waiter in waiters:
-            if waiter.done():  # its caller was cancelled
-                continue
-            if error is None:
-                waiter.set_result(task.result())
-            else:
-                waiter.set_exception(error)
-
-
 class LoadingCache:
     """`await cache.get_or_load(key, loader, ttl=seconds)`: a stored value or one shared load.
 
@@ -180,7 +145,7 @@ class LoadingCache:
         # key -> (value, fresh_until) or, for a cached NotFound, (error, _NEVER, absent_until).
         # Order is eviction order: insertion (fifo) or last read (lru). entry[-1] is the expiry.
         self._data: OrderedDict[Hashable, tuple] = OrderedDict()
-        self._flights: dict[Hashable, _Flight] = {}  # key -> the load new misses join
+        self._flights: dict[Hashable, Flight] = {}  # key -> the load new misses join
         self._running = 0  # loads in flight, including forgotten ones; capped by max_pending
         self._next_expiry = math.inf  # lower bound of every entry's expiry
         self._stats = CacheStats()
@@ -256,7 +221,7 @@ class LoadingCache:
                             f"not starting one for {key!r}")
         return await self._start(key, loader, ttl).join()
 
-    def _start(self, key, loader, ttl) -> _Flight:
+    def _start(self, key, loader, ttl) -> Flight:
         """Call `loader` and register its load as the flight of `key` (the caller checked room)."""
         self._stats.loads += 1
         try:
@@ -268,7 +233,7 @@ class LoadingCache:
             raise
         # Registered before the loader first runs, so every later miss finds this flight.
         self._running += 1
-        flight = self._flights[key] = _Flight()
+        flight = self._flights[key] = Flight()
         flight.task = asyncio.get_running_loop().create_task(self._load(key, awaitable, ttl, flight))
         flight.task.add_done_callback(flight.settle)
         return flight
