@@ -104,6 +104,20 @@ class QueueModel:
         row.update(state=state, lease_token=None, locked_until=None, locked_by=None,
                    finished_at=now if state in ("done", "failed", "cancelled") else None)
 
+    def _manual(self, tenant_id: int, job_id: int, actor: str, reason: str,
+                states: tuple[str, ...]) -> dict[str, Any] | None:
+        """Validate an operator's action; the job if it is this tenant's and in `states`."""
+        _int(tenant_id, "tenant_id"), _int(job_id, "job_id")
+        _text(actor, "actor"), _text(reason, "reason", limit=1000)
+        row = self._rows.get(job_id)
+        ok = row is not None and row["tenant_id"] == tenant_id and row["state"] in states
+        return row if ok else None
+
+    def _audited(self, row: dict[str, Any], actor: str, action: str, reason: str,
+                 detail: dict[str, Any]) -> None:
+        self._audit.append(dict(job_id=row["job_id"], tenant_id=row["tenant_id"], actor=actor,
+                                action=action, reason=reason, at=self._now(), detail=detail))
+
     @staticmethod
     def _check(claim: Any) -> ModelClaim:
         if not isinstance(claim, ModelClaim):
@@ -253,18 +267,14 @@ class QueueModel:
 
     def cancel(self, *, tenant_id: int, job_id: int, actor: str, reason: str) -> bool:
         """Cancel a pending or running job of this tenant (audited); False for anything else."""
-        _int(tenant_id, "tenant_id"), _int(job_id, "job_id")
-        _text(actor, "actor"), _text(reason, "reason", limit=1000)
-        row, now = self._rows.get(job_id), self._now()
-        if row is None or row["tenant_id"] != tenant_id or row["state"] not in ("pending",
-                                                                                 "running"):
+        row = self._manual(tenant_id, job_id, actor, reason, ("pending", "running"))
+        if row is None:
             return False
-        detail = {"previous_state": row["state"], "attempts": row["attempts"]}
+        self._audited(row, actor, "cancel", reason,
+                      {"previous_state": row["state"], "attempts": row["attempts"]})
         if row["lease_token"] is not None:
-            self._close(row["lease_token"], now, "cancelled", reason)
-        self._end(row, "cancelled", now)
-        self._audit.append(dict(job_id=job_id, tenant_id=tenant_id, actor=actor,
-                                action="cancel", reason=reason, at=now, detail=detail))
+            self._close(row["lease_token"], self._now(), "cancelled", reason)
+        self._end(row, "cancelled", self._now())
         return True
 
     def retry(self, *, tenant_id: int, job_id: int, actor: str, reason: str,
@@ -274,22 +284,18 @@ class QueueModel:
         The job id stays; attempt numbers continue. The job gets `attempts` more tries,
         by default as many as it was submitted with. False unless this tenant's and failed.
         """
-        _int(tenant_id, "tenant_id"), _int(job_id, "job_id")
-        _text(actor, "actor"), _text(reason, "reason", limit=1000)
         if attempts is not None:
             _int(attempts, "attempts", minimum=1)
-        row, now = self._rows.get(job_id), self._now()
-        if row is None or row["tenant_id"] != tenant_id or row["state"] != "failed":
+        row = self._manual(tenant_id, job_id, actor, reason, ("failed",))
+        if row is None:
             return False
         first = [a["detail"]["added_attempts"] for a in self._audit
                  if a["job_id"] == job_id and a["action"] == "retry"]
         added = attempts or (first[0] if first else row["max_attempts"])
-        self._audit.append(dict(job_id=job_id, tenant_id=tenant_id, actor=actor, action="retry",
-                                reason=reason, at=now, detail={
-                                    "previous_attempts": row["attempts"],
-                                    "previous_max_attempts": row["max_attempts"],
-                                    "added_attempts": added, "last_error": row["last_error"]}))
-        row.update(state="pending", max_attempts=row["attempts"] + added, run_after=now,
+        self._audited(row, actor, "retry", reason, {
+            "previous_attempts": row["attempts"], "previous_max_attempts": row["max_attempts"],
+            "added_attempts": added, "last_error": row["last_error"]})
+        row.update(state="pending", max_attempts=row["attempts"] + added, run_after=self._now(),
                    finished_at=None)
         return True
 
