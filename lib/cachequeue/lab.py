@@ -89,6 +89,9 @@ class QueueModel:
 
     def _owned(self, claim: ModelClaim, now: float) -> dict[str, Any] | None:
         """The job if `claim` still holds an unexpired lease on it (same token, running)."""
+        if not isinstance(claim, ModelClaim):
+            raise TypeError(f"expected a ModelClaim from QueueModel.claim(), got "
+                            f"{type(claim).__name__}")
         row = self._rows.get(claim.job_id)
         if (row is None or row["state"] != "running" or row["lease_token"] != claim.lease_token
                 or not row["locked_until"] > now):
@@ -117,13 +120,6 @@ class QueueModel:
                  detail: dict[str, Any]) -> None:
         self._audit.append(dict(job_id=row["job_id"], tenant_id=row["tenant_id"], actor=actor,
                                 action=action, reason=reason, at=self._now(), detail=detail))
-
-    @staticmethod
-    def _check(claim: Any) -> ModelClaim:
-        if not isinstance(claim, ModelClaim):
-            raise TypeError(f"expected a ModelClaim from QueueModel.claim(), got "
-                            f"{type(claim).__name__}")
-        return claim
 
     # ------------------------------------------------------------------ operations
     def submit(self, *, tenant_id: int, kind: str, payload: dict,
@@ -208,7 +204,7 @@ class QueueModel:
 
     def heartbeat(self, claim: ModelClaim, lease: float = 30.0) -> bool:
         """Extend a lease that is still held and unexpired; False once it was lost."""
-        claim, lease, now = self._check(claim), _lease(lease), self._now()
+        lease, now = _lease(lease), self._now()
         row = self._owned(claim, now)
         if row is not None:
             row["locked_until"] = now + lease
@@ -216,8 +212,8 @@ class QueueModel:
 
     def finish(self, claim: ModelClaim, output: Any) -> bool:
         """Store `output` once per job and mark it done, if `claim` still holds the lease."""
-        claim, text, now = self._check(claim), _json(output, "output"), self._now()
-        row = self._owned(claim, now)
+        now = self._now()
+        row, text = self._owned(claim, now), _json(output, "output")
         if row is None:
             return False
         self._results.setdefault(row["job_id"], json.loads(text))
@@ -231,7 +227,8 @@ class QueueModel:
         """Record the error; return 'pending' (retry after the backoff) or 'failed', or None
         when the lease was lost. The backoff is `delay` seconds if given (no policy caps
         then), else `policy.delay(attempt, rng)` with `policy` defaulting to RetryPolicy()."""
-        claim = self._check(claim)
+        now = self._now()
+        row = self._owned(claim, now)
         if delay is not None and policy is not None:
             raise ValueError("give either delay or policy, not both")
         if delay is None:
@@ -243,11 +240,9 @@ class QueueModel:
         if not isinstance(permanent, bool):
             raise TypeError(f"permanent must be True or False, got {permanent!r}")
         text = _error_text(error)
-        # Drawn before the lease check, as jobs.fail does, so seeded rngs stay in step.
+        # Drawn even when the lease is lost, as jobs.fail does, so seeded rngs stay in step.
         wait = float(delay) if delay is not None else policy.delay(
             _int(claim.attempt, "claim.attempt", minimum=1), rng)
-        now = self._now()
-        row = self._owned(claim, now)
         if row is None:
             return None
         cap, limits = row["max_attempts"], [row["deadline"]]
