@@ -27,6 +27,7 @@ __all__ = [
     "database_url",
     "fetch_df",
     "reset_schema",
+    "schema_name",
     "server_version",
     "set_clock",
 ]
@@ -65,12 +66,20 @@ def database_url() -> str:
     return url
 
 
-def _check_schema_name(name: str) -> str:
+def schema_name(name: str) -> str:
+    """The schema a chapter name maps to: `name` plus $CACHEQUEUE_SCHEMA_SUFFIX, if set.
+
+    The suffix lets a second copy of a chapter (the student copy under test) run at the same
+    time as the first without the two resetting each other's tables. Unset, names are as given.
+    """
     if not isinstance(name, str) or not _SCHEMA_NAME.match(name) or name.startswith("pg_"):
         raise ValueError(
             f"schema name must be lower-case letters, digits and _ (at most 63), got {name!r}"
         )
-    return name
+    full = name + os.environ.get("CACHEQUEUE_SCHEMA_SUFFIX", "")
+    if not _SCHEMA_NAME.match(full):
+        raise ValueError(f"CACHEQUEUE_SCHEMA_SUFFIX makes an invalid schema name: {full!r}")
+    return full
 
 
 def connect(schema: str | None = None, **kwargs: Any) -> psycopg.Connection:
@@ -82,7 +91,7 @@ def connect(schema: str | None = None, **kwargs: Any) -> psycopg.Connection:
     # UTC everywhere: timestamps print the same on every server and laptop.
     options = "-c TimeZone=UTC"
     if schema is not None:
-        options += f" -c search_path={_check_schema_name(schema)}"
+        options += f" -c search_path={schema_name(schema)}"
     kwargs["options"] = options
     kwargs.setdefault("autocommit", True)
     kwargs.setdefault("connect_timeout", 10)
@@ -100,7 +109,8 @@ def connect(schema: str | None = None, **kwargs: Any) -> psycopg.Connection:
 def reset_schema(conn: psycopg.Connection, name: str) -> None:
     """Drop schema `name` if it exists, recreate it, apply SCHEMA_FILES, and point the
     connection's search_path at it. Every chapter calls this once in its set-up cell."""
-    ident = sql.Identifier(_check_schema_name(name))
+    name = schema_name(name)
+    ident = sql.Identifier(name)
     with conn.transaction():
         # Serialise resets of the same schema across processes (two runs of one notebook).
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ["cachequeue.schema." + name])

@@ -110,3 +110,18 @@ def test_embedded_server_starts_once_for_two_processes_and_listens_on_a_socket_o
         stop = subprocess.run([sys.executable, "-m", "cachequeue.embedded", "stop"], env=env,
                               capture_output=True, text=True, timeout=120)
     assert stop.stdout.strip() == "stopped", stop.stderr
+
+
+def test_schema_suffix_keeps_a_second_copy_of_a_chapter_apart(monkeypatch, schema):
+    monkeypatch.setenv("CACHEQUEUE_SCHEMA_SUFFIX", "_copy")
+    assert db.schema_name(schema) == schema + "_copy"
+    with db.connect() as conn:
+        db.reset_schema(conn, schema)
+        try:
+            with db.connect(schema) as copy:
+                assert copy.execute("SELECT current_schema()").fetchone()[0] == schema + "_copy"
+        finally:
+            conn.execute(f"DROP SCHEMA {schema}_copy CASCADE")
+    monkeypatch.setenv("CACHEQUEUE_SCHEMA_SUFFIX", "-bad")
+    with pytest.raises(ValueError, match="SUFFIX"):
+        db.schema_name("ch01")
