@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import multiprocessing as mp
 import platform
 import statistics
@@ -121,6 +122,10 @@ def _work_ours(url, schema, system, batch, wid, barrier):
 
 def _procrastinate_app(url, schema):
     import procrastinate
+
+    # Its warning about an App defined in __main__ concerns the CLI's import paths; the
+    # workers here register the task in-process, so the warning does not apply.
+    logging.getLogger("procrastinate").setLevel(logging.ERROR)
 
     connector = procrastinate.PsycopgConnector(conninfo=url, kwargs={"options": options(schema)},
                                                min_size=1, max_size=2)

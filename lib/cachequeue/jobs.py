@@ -27,23 +27,9 @@ from .errors import ForeignClaim, InvalidJob, PayloadTooLarge, UnknownKind
 from .retry import RetryPolicy
 
 __all__ = [
-    "MAX_ERROR_CHARS",
-    "MAX_LEASE",
-    "MAX_PAYLOAD_BYTES",
-    "Claim",
-    "JobStatus",
-    "audit",
-    "cancel",
-    "claim",
-    "claim_many",
-    "fail",
-    "finish",
-    "finish_many",
-    "heartbeat",
-    "history",
-    "retry",
-    "status",
-    "submit",
+    "MAX_ERROR_CHARS", "MAX_LEASE", "MAX_PAYLOAD_BYTES", "Claim", "JobStatus", "audit", "cancel",
+    "claim", "claim_many", "fail", "finish", "finish_many", "heartbeat", "history", "retry",
+    "status", "submit",
 ]
 
 MAX_PAYLOAD_BYTES = 64 * 1024  # UTF-8 bytes of the compact JSON text; results have the same limit

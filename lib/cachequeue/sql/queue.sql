@@ -6,7 +6,8 @@
 --   running   : claim() sets it with a fresh lease token and locked_until. finish() moves
 --               it to done, fail() to pending or failed, cancel() to cancelled. When the
 --               lease expires, claim() may take it again (a new attempt, a new token).
---   done      : finish() only, in the same transaction that writes the result row. Final.
+--   done      : finish() or finish_many() only, in the statement that writes the result
+--               row. Final.
 --   failed    : fail() when the error is permanent, the attempts are used up or the
 --               deadline has passed; claim() when an expired lease had no attempts left.
 --               Only an audited retry() moves it back to pending (with max_attempts raised,
