@@ -10,7 +10,8 @@ returned with nothing left to claim. Systems, each driven through its own docume
   bare_sql_b1/b10  psycopg loop running OUR claim and finish statements (sql/queries.sql),
                    without the library around them (no validation, no dataclasses)
   minimal_b1/b10   psycopg loop with the smallest claim/finish (no attempt history, no
-                   result row): what the history and results cost, for context
+                   result row; the claim commits asynchronously like ours): what the
+                   history and results cost, for context
   ours_b1          jobs.claim + jobs.finish;   ours_b10: jobs.claim_many(10) + jobs.finish
   *_b10_fm         the same ten claims finished by ONE finish_many statement (one commit)
   procrastinate    App.run_worker_async(wait=False, concurrency=1), an async no-op task
@@ -45,10 +46,12 @@ SYSTEMS = ["bare_sql_b1", "bare_sql_b10", "bare_sql_b10_fm", "minimal_b1", "mini
 SCHEMA = {"procrastinate": "bench_procrastinate", "pgqueuer": "bench_pgqueuer"}
 OURS = sqlfile.load("queries.sql")
 MINIMAL_CLAIM = """
+WITH async AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true))
 UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_token = gen_random_uuid(),
        locked_until = now() + interval '30 seconds'
 WHERE id IN (SELECT id FROM jobs WHERE state = 'pending' AND run_after <= now()
              ORDER BY run_after, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
+  AND (SELECT true FROM async)
 RETURNING id, lease_token"""
 MINIMAL_FINISH = """
 UPDATE jobs SET state = 'done', finished_at = now(), lease_token = NULL, locked_until = NULL

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 
 from . import sqlfile
@@ -229,11 +230,18 @@ def claim_many(conn: psycopg.Connection, limit: int, *, lease: float = 30.0,
     with run_after <= cq_now(). Each claimed job gets state running, attempts + 1, a fresh
     lease token and locked_until = cq_now() + lease, and an attempt row, in the same
     statement. Expired leases with no attempts left are failed on the way. An empty list
-    means "nothing claimable now", not "all done".
+    means "nothing claimable now", not "all done". On its own (autocommit) the claim commits
+    without waiting for the disk: lost in a crash, it is an expired lease, and the next
+    finish or fail makes it durable. Inside a caller's transaction nothing changes.
     """
     params = {"limit": _int(limit, "limit", minimum=1), "lease": _lease(lease),
               "kinds": _kinds(kinds), "worker": _text(worker, "worker", optional=True)}
-    rows = conn.execute(_QUERIES["claim"].sql, params).fetchall()
+    if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
+        rows = conn.execute(_QUERIES["claim"].sql, params).fetchall()
+    else:  # inside the caller's transaction: keep the caller's commit as durable as it was
+        mode = conn.execute("SHOW synchronous_commit").fetchone()[0]
+        rows = conn.execute(_QUERIES["claim"].sql, params).fetchall()
+        conn.execute("SELECT set_config('synchronous_commit', %s, true)", [mode])
     return [Claim(*row) for row in rows]
 
 

@@ -217,3 +217,20 @@ def test_claim_many_takes_expired_leases_first_then_the_oldest_due_jobs(conn):
     assert [(c.job_id, c.attempt) for c in batch] == [(ids[0], 2), (ids[1], 1), (ids[2], 1)]
     assert len({c.lease_token for c in batch}) == 3
     assert [c.job_id for c in jobs.claim_many(conn, 10)] == ids[3:]
+
+
+def test_a_claim_commits_asynchronously_but_never_weakens_the_callers_transaction(conn):
+    jobs.submit(conn, tenant_id=1, kind="noop", payload={})
+    jobs.submit(conn, tenant_id=1, kind="noop", payload={})
+    assert conn.execute("SHOW synchronous_commit").fetchone()[0] == "on"
+    # The claim statement itself turns synchronous_commit off, for its transaction only.
+    with conn.transaction():
+        conn.execute(jobs._QUERIES["claim"].sql,
+                     {"limit": 1, "lease": 30.0, "kinds": None, "worker": "raw"}).fetchall()
+        assert conn.execute("SHOW synchronous_commit").fetchone()[0] == "off"
+    assert conn.execute("SHOW synchronous_commit").fetchone()[0] == "on"
+    # jobs.claim inside a caller's transaction puts the caller's setting back.
+    with conn.transaction():
+        assert jobs.claim(conn) is not None
+        assert conn.execute("SHOW synchronous_commit").fetchone()[0] == "on"
+    assert conn.execute("SHOW synchronous_commit").fetchone()[0] == "on"

@@ -30,7 +30,12 @@ SELECT (SELECT id FROM jobs
 -- name: claim
 -- Claim up to %(limit)s runnable jobs (expired leases first, then due pending jobs) and open an attempt row for each.
 WITH clock AS MATERIALIZED (
-    SELECT cq_now() AS now
+    SELECT cq_now() AS now,
+           -- A claim lost in a server crash is the same as an expired lease: the job is
+           -- claimable again. So the claim's commit need not wait for the disk; the next
+           -- durable commit (finish, fail) flushes it along with its own. Local to this
+           -- transaction; jobs.claim_many() restores it inside a caller's transaction.
+           set_config('synchronous_commit', 'off', true) AS commit_mode
 ),
 -- Expired leases with no attempts left are failed here, never run again. Bounded per call.
 exhausted AS (
