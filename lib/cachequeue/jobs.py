@@ -1,8 +1,9 @@
 """The PostgreSQL job queue: submit, claim with a lease, finish, fail, cancel, retry, status.
 
 Every function takes an autocommit connection from `db.connect(schema)` and runs ONE named
-statement of `sql/queries.sql` (submit may need a second, read-only one): each call is one
-round trip and one short transaction, and no transaction is open while a handler works.
+statement of `sql/queries.sql` (submit may need a second, read-only one; a claim made inside
+the caller's own transaction adds two tiny ones): each call is one round trip and one short
+transaction, and no transaction is open while a handler works.
 Times come from the database clock `cq_now()`, so `db.set_clock` steps leases by hand.
 Bad input raises before anything is written (`InvalidJob` and its subclasses, `ValueError`,
 `TypeError`, `ForeignClaim`).

@@ -39,3 +39,17 @@ def test_claim_uses_the_partial_indexes_with_100k_finished_jobs(conn, analyze):
         assert {"jobs_runnable", "jobs_lease_expiry"} <= used, scans
     # And the statement really returns the runnable jobs, not the finished ones.
     assert [c.payload["n"] for c in jobs.claim_many(conn, 10)] == [0, 1, 2]
+
+
+def test_the_claim_keeps_one_cached_plan_on_a_large_backlog(conn):
+    # With 50,000 pending jobs a plan that depended on the limit would be re-planned on
+    # every call (custom plans); ours is the same for any limit, so the server caches it.
+    conn.execute("INSERT INTO jobs (tenant_id, kind, payload)"
+                 " SELECT 1, 'noop', '{}' FROM generate_series(1, 50000)")
+    conn.execute("ANALYZE jobs")
+    for _ in range(15):  # psycopg prepares after 5 runs; the server compares 5 custom plans
+        assert jobs.claim(conn) is not None
+    [(generic, custom)] = conn.execute(
+        "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+        " WHERE statement LIKE '%%fresh AS (%%'").fetchall()
+    assert generic >= 5 and custom <= 5, (generic, custom)

@@ -29,6 +29,9 @@ SELECT (SELECT id FROM jobs
 
 -- name: claim
 -- Claim up to %(limit)s runnable jobs (expired leases first, then due pending jobs) and open an attempt row for each.
+-- Plan stability: the limit is read through a sub-select and rows are matched with
+-- `= ANY (ARRAY(...))`, so the plan is the same (index scans only) whatever the limit and
+-- the table size, and PostgreSQL keeps one cached plan instead of planning every call.
 WITH clock AS MATERIALIZED (
     SELECT cq_now() AS now,
            -- A claim lost in a server crash is the same as an expired lease: the job is
@@ -53,8 +56,7 @@ gave_up AS (
         last_error = 'lease expired on the last attempt (' || j.attempts || ' of '
                      || j.max_attempts || ')',
         lease_token = NULL, locked_until = NULL, locked_by = NULL
-    FROM exhausted e
-    WHERE j.id = e.id
+    WHERE j.id = ANY (ARRAY(SELECT id FROM exhausted))
 ),
 -- Served by the partial index jobs_lease_expiry: only running rows, oldest expiry first.
 expired AS (
@@ -64,7 +66,7 @@ expired AS (
       AND attempts < max_attempts
       AND (%(kinds)s::text[] IS NULL OR kind = ANY (%(kinds)s::text[]))
     ORDER BY locked_until, id
-    LIMIT %(limit)s
+    LIMIT (SELECT %(limit)s::integer)
     FOR UPDATE SKIP LOCKED
 ),
 -- Served by the partial index jobs_runnable: only pending rows, earliest run_after first.
@@ -76,7 +78,7 @@ fresh AS (
     WHERE state = 'pending' AND run_after <= (SELECT now FROM clock)
       AND (%(kinds)s::text[] IS NULL OR kind = ANY (%(kinds)s::text[]))
     ORDER BY run_after, id
-    LIMIT %(limit)s
+    LIMIT (SELECT %(limit)s::integer)
     FOR UPDATE SKIP LOCKED
 ),
 -- CTEs are read lazily: fresh is only read (and its rows only locked) for the places
@@ -85,26 +87,28 @@ picked AS (
     SELECT * FROM expired
     UNION ALL
     SELECT * FROM fresh
-    LIMIT %(limit)s
+    LIMIT (SELECT %(limit)s::integer)
 ),
 claimed AS (
     UPDATE jobs j
     SET state = 'running', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
         locked_until = (SELECT now FROM clock) + %(lease)s::float8 * interval '1 second',
         locked_by = %(worker)s::text
-    FROM picked p
-    WHERE j.id = p.id
+    WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
     RETURNING j.id, j.tenant_id, j.kind, j.payload, j.attempts, j.lease_token,
               j.locked_until, j.locked_by
 ),
 -- The previous holder's attempt ends when its lease did.
+ended AS (
+    SELECT old_token, old_until FROM picked WHERE old_token IS NOT NULL
+    UNION ALL
+    SELECT old_token, old_until FROM exhausted
+),
 closed AS (
     UPDATE job_attempts a
-    SET finished_at = x.old_until, outcome = 'expired', error = 'lease expired'
-    FROM (SELECT old_token, old_until FROM picked WHERE old_token IS NOT NULL
-          UNION ALL
-          SELECT old_token, old_until FROM exhausted) x
-    WHERE a.lease_token = x.old_token
+    SET finished_at = (SELECT old_until FROM ended WHERE old_token = a.lease_token),
+        outcome = 'expired', error = 'lease expired'
+    WHERE a.lease_token = ANY (ARRAY(SELECT old_token FROM ended))
 ),
 opened AS (
     INSERT INTO job_attempts (job_id, attempt, lease_token, worker, started_at)
