@@ -125,6 +125,10 @@ def hygiene_problems(path: Path) -> list[str]:
     for i, cell in enumerate(code, 1):
         if any(o.get("output_type") == "error" for o in cell.outputs):
             problems.append(f"code cell {i} has an error output")
+        for out in cell.outputs:
+            data = out.get("data", {})
+            if str(data.get("text/plain", "")).startswith("<Figure") and "image/png" not in data:
+                problems.append(f"code cell {i} shows a figure without its image (%matplotlib inline?)")
     if not nb.cells or nb.cells[0].cell_type != "markdown" or not nb.cells[0].source.startswith("# "):
         problems.append("first cell is not a markdown '# title' cell")
     return problems
