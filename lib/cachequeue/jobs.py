@@ -11,8 +11,6 @@ Bad input raises before anything is written (`InvalidJob` and its subclasses, `V
 
 from __future__ import annotations
 
-import json
-import math
 import random
 import uuid
 from collections.abc import Iterable
@@ -25,8 +23,20 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 
 from . import sqlfile
-from .errors import ForeignClaim, InvalidJob, PayloadTooLarge, UnknownKind
+from .errors import ForeignClaim, InvalidJob, UnknownKind
 from .retry import RetryPolicy
+from .validate import (
+    MAX_ERROR_CHARS,
+    MAX_LEASE,
+    MAX_PAYLOAD_BYTES,
+    check_int,
+    check_kinds,
+    check_lease,
+    check_text,
+    check_when,
+    error_text,
+    to_json,
+)
 
 __all__ = [
     "MAX_ERROR_CHARS", "MAX_LEASE", "MAX_PAYLOAD_BYTES", "Claim", "JobStatus", "audit", "cancel",
@@ -34,9 +44,6 @@ __all__ = [
     "status", "submit",
 ]
 
-MAX_PAYLOAD_BYTES = 64 * 1024  # UTF-8 bytes of the compact JSON text; results have the same limit
-MAX_LEASE = 24 * 3600.0  # seconds; a longer task should renew its lease with heartbeat()
-MAX_ERROR_CHARS = 2000  # last_error and attempt errors keep at most this many characters
 
 _QUERIES = sqlfile.load("queries.sql")
 
@@ -76,86 +83,12 @@ class JobStatus:
     finished_at: datetime | None
 
 
-# ------------------------------------------------------------------ validation helpers
-
-
-def _int(value: object, name: str, *, minimum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
-    return value
-
-
-def _text(value: object, name: str, *, optional: bool = False, limit: int = 200) -> str | None:
-    if value is None and optional:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
-    if len(value) > limit:
-        raise ValueError(f"{name} must be at most {limit} characters, got {len(value)}")
-    return value
-
-
-def _lease(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"lease must be a number of seconds, got {value!r}")
-    if not (math.isfinite(value) and 0 < value <= MAX_LEASE):
-        raise ValueError(f"lease must be > 0 and <= {MAX_LEASE:g} seconds, got {value!r}")
-    return float(value)
-
-
-def _when(value: object, name: str, *, positive: bool) -> tuple[datetime | None, float | None]:
-    """A datetime (aware) or seconds from now, split into the two query parameters."""
-    if value is None:
-        return None, None
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            raise ValueError(f"{name} must be timezone-aware (e.g. tzinfo=UTC), got {value!r}")
-        return value, None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a datetime or seconds from now, got {value!r}")
-    if not math.isfinite(value) or value < 0 or (positive and value == 0):
-        bound = "> 0" if positive else ">= 0"
-        raise ValueError(f"{name} must be finite seconds {bound}, got {value!r}")
-    return None, float(value)
-
-
-def _json(value: object, name: str) -> str:
-    """Compact JSON text of `value`; it must survive a round trip unchanged and fit the limit."""
-    try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError) as exc:
-        raise InvalidJob(f"{name} must be JSON-serialisable: {exc}") from None
-    # Containers may hold tuples or non-string keys, which JSON stores as something else.
-    if isinstance(value, dict | list | tuple) and json.loads(text) != value:
-        raise InvalidJob(f"{name} changes in a JSON round trip (tuples or non-string keys?)")
-    size = len(text.encode("utf-8"))
-    if size > MAX_PAYLOAD_BYTES:
-        raise PayloadTooLarge(
-            f"{name} is {size} bytes of JSON, the limit is {MAX_PAYLOAD_BYTES}; "
-            "store large data elsewhere and pass its id"
-        )
-    return text
-
-
-def _kinds(kinds: Iterable[str] | None) -> list[str] | None:
-    if kinds is None:
-        return None
-    if isinstance(kinds, str) or not isinstance(kinds, Iterable):
-        raise TypeError(f"kinds must be a list of kind names or None, got {kinds!r}")
-    names = [_text(k, "each kind") for k in kinds]
-    if not names:
-        raise ValueError("kinds must not be empty (None means every kind)")
-    return names
-
-
 def _claim_params(conn: psycopg.Connection, claim: Claim) -> dict[str, Any]:
     if not isinstance(claim, Claim):
         raise TypeError(f"expected a Claim from jobs.claim(), got {type(claim).__name__}")
     if not isinstance(claim.lease_token, uuid.UUID):
         raise TypeError(f"claim.lease_token must be a uuid.UUID, got {claim.lease_token!r}")
-    return {"job_id": _int(claim.job_id, "claim.job_id"), "lease_token": claim.lease_token,
+    return {"job_id": check_int(claim.job_id, "claim.job_id"), "lease_token": claim.lease_token,
             "schema": claim.schema}
 
 
@@ -168,16 +101,6 @@ def _run_with_claim(conn: psycopg.Connection, name: str, claim: Claim, params: d
             f"{row[-1]!r}; nothing was changed"
         )
     return row
-
-
-def _error_text(error: BaseException | str) -> str:
-    if isinstance(error, BaseException):
-        text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-    elif isinstance(error, str) and error.strip():
-        text = error
-    else:
-        raise TypeError(f"error must be an exception or a non-empty string, got {error!r}")
-    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
 
 
 # ------------------------------------------------------------------ the API
@@ -196,16 +119,16 @@ def submit(conn: psycopg.Connection, *, tenant_id: int, kind: str, payload: dict
     Raises UnknownKind, PayloadTooLarge, InvalidJob, ValueError or TypeError, writing nothing.
     """
     params = {
-        "tenant_id": _int(tenant_id, "tenant_id"),
-        "kind": _text(kind, "kind"),
-        "idempotency_key": _text(idempotency_key, "idempotency_key", optional=True),
-        "max_attempts": _int(max_attempts, "max_attempts", minimum=1),
+        "tenant_id": check_int(tenant_id, "tenant_id"),
+        "kind": check_text(kind, "kind"),
+        "idempotency_key": check_text(idempotency_key, "idempotency_key", optional=True),
+        "max_attempts": check_int(max_attempts, "max_attempts", minimum=1),
     }
     if not isinstance(payload, dict):
         raise InvalidJob(f"payload must be a dict (a JSON object), got {type(payload).__name__}")
-    params["payload"] = _json(payload, "payload")
-    params["run_after_at"], params["run_after_in"] = _when(run_after, "run_after", positive=False)
-    params["deadline_at"], params["deadline_in"] = _when(deadline, "deadline", positive=True)
+    params["payload"] = to_json(payload, "payload")
+    params["run_after_at"], params["run_after_in"] = check_when(run_after, "run_after", positive=False)
+    params["deadline_at"], params["deadline_in"] = check_when(deadline, "deadline", positive=True)
     try:
         row = conn.execute(_QUERIES["submit"].sql, params).fetchone()
     except psycopg.errors.UntranslatableCharacter as exc:  # e.g. "\u0000" in a JSON string
@@ -235,8 +158,8 @@ def claim_many(conn: psycopg.Connection, limit: int, *, lease: float = 30.0,
     without waiting for the disk: lost in a crash, it is an expired lease, and the next
     finish or fail makes it durable. Inside a caller's transaction nothing changes.
     """
-    params = {"limit": _int(limit, "limit", minimum=1), "lease": _lease(lease),
-              "kinds": _kinds(kinds), "worker": _text(worker, "worker", optional=True)}
+    params = {"limit": check_int(limit, "limit", minimum=1), "lease": check_lease(lease),
+              "kinds": check_kinds(kinds), "worker": check_text(worker, "worker", optional=True)}
     if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
         rows = conn.execute(_QUERIES["claim"].sql, params).fetchall()
     else:  # inside the caller's transaction: keep the caller's commit as durable as it was
@@ -256,7 +179,7 @@ def claim(conn: psycopg.Connection, *, lease: float = 30.0, kinds: Iterable[str]
 def heartbeat(conn: psycopg.Connection, claim: Claim, lease: float = 30.0) -> bool:
     """Extend the lease to cq_now() + lease if this attempt still holds it and it has not
     expired. False means the lease is lost: stop working and do not publish anything."""
-    params = _claim_params(conn, claim) | {"lease": _lease(lease)}
+    params = _claim_params(conn, claim) | {"lease": check_lease(lease)}
     return _run_with_claim(conn, "heartbeat", claim, params)[0] is not None
 
 
@@ -267,7 +190,7 @@ def finish(conn: psycopg.Connection, claim: Claim, output: Any) -> bool:
     False, writing nothing, when the lease was lost (expired, reclaimed), the job was
     cancelled, or the token is not the job's. The result row is unique per job.
     """
-    params = _claim_params(conn, claim) | {"output": _json(output, "output")}
+    params = _claim_params(conn, claim) | {"output": to_json(output, "output")}
     return _run_with_claim(conn, "finish", claim, params)[0] == 1
 
 
@@ -292,7 +215,7 @@ def finish_many(conn: psycopg.Connection, results: Iterable[tuple[Claim, Any]]) 
     first = pairs[0][0]
     row = _run_with_claim(conn, "finish_many", first, {
         "job_ids": job_ids, "lease_tokens": [p["lease_token"] for p in params],
-        "outputs": [_json(output, "output") for _, output in pairs], "schema": first.schema})
+        "outputs": [to_json(output, "output") for _, output in pairs], "schema": first.schema})
     finished = set(row[0])
     return [job_id in finished for job_id in job_ids]
 
@@ -314,11 +237,11 @@ def fail(conn: psycopg.Connection, claim: Claim, error: BaseException | str, *,
     if not isinstance(permanent, bool):
         raise TypeError(f"permanent must be True or False, got {permanent!r}")
     params = _claim_params(conn, claim) | {
-        "error": _error_text(error),
+        "error": error_text(error),
         "permanent": permanent,
         "policy_max_attempts": policy.max_attempts,
         "policy_deadline": policy.deadline,
-        "delay": policy.delay(_int(claim.attempt, "claim.attempt", minimum=1), rng),
+        "delay": policy.delay(check_int(claim.attempt, "claim.attempt", minimum=1), rng),
     }
     return _run_with_claim(conn, "fail", claim, params)[0]
 
@@ -330,8 +253,8 @@ def cancel(conn: psycopg.Connection, *, tenant_id: int, job_id: int, actor: str,
     A running holder is not interrupted, but its later finish/fail/heartbeat return
     False/None. False for a finished, missing or other tenant's job.
     """
-    params = {"tenant_id": _int(tenant_id, "tenant_id"), "job_id": _int(job_id, "job_id"),
-              "actor": _text(actor, "actor"), "reason": _text(reason, "reason", limit=1000)}
+    params = {"tenant_id": check_int(tenant_id, "tenant_id"), "job_id": check_int(job_id, "job_id"),
+              "actor": check_text(actor, "actor"), "reason": check_text(reason, "reason", limit=1000)}
     return conn.execute(_QUERIES["cancel"].sql, params).fetchone()[0] == 1
 
 
@@ -343,22 +266,22 @@ def retry(conn: psycopg.Connection, *, tenant_id: int, job_id: int, actor: str, 
     new lease token. The job gets `attempts` more tries (default: as many as it was
     submitted with). Returns False, writing nothing, unless the job is this tenant's and failed.
     """
-    params = {"tenant_id": _int(tenant_id, "tenant_id"), "job_id": _int(job_id, "job_id"),
-              "actor": _text(actor, "actor"), "reason": _text(reason, "reason", limit=1000),
-              "attempts": None if attempts is None else _int(attempts, "attempts", minimum=1)}
+    params = {"tenant_id": check_int(tenant_id, "tenant_id"), "job_id": check_int(job_id, "job_id"),
+              "actor": check_text(actor, "actor"), "reason": check_text(reason, "reason", limit=1000),
+              "attempts": None if attempts is None else check_int(attempts, "attempts", minimum=1)}
     return conn.execute(_QUERIES["retry"].sql, params).fetchone()[0] == 1
 
 
 def status(conn: psycopg.Connection, *, tenant_id: int, job_id: int) -> JobStatus | None:
     """The job as the jobs table says, or None when it is missing OR another tenant's:
     the two cases are indistinguishable on purpose (no existence leak)."""
-    params = {"tenant_id": _int(tenant_id, "tenant_id"), "job_id": _int(job_id, "job_id")}
+    params = {"tenant_id": check_int(tenant_id, "tenant_id"), "job_id": check_int(job_id, "job_id")}
     row = conn.execute(_QUERIES["status"].sql, params).fetchone()
     return None if row is None else JobStatus(*row)
 
 
 def _rows(conn: psycopg.Connection, name: str, job_id: int | None) -> list[dict]:
-    params = {"job_id": None if job_id is None else _int(job_id, "job_id")}
+    params = {"job_id": None if job_id is None else check_int(job_id, "job_id")}
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(_QUERIES[name].sql, params).fetchall()
 

@@ -12,8 +12,16 @@ from typing import Any
 # The model accepts exactly what cachequeue.jobs accepts: it shares its validation.
 from .clock import ManualClock
 from .errors import InvalidJob, UnknownKind
-from .jobs import _error_text, _int, _json, _kinds, _lease, _text, _when
 from .retry import RetryPolicy
+from .validate import (
+    check_int,
+    check_kinds,
+    check_lease,
+    check_text,
+    check_when,
+    error_text,
+    to_json,
+)
 
 __all__ = ["KINDS", "STATES", "ManualClock", "ModelClaim", "ModelJob", "QueueModel"]
 
@@ -110,8 +118,8 @@ class QueueModel:
     def _manual(self, tenant_id: int, job_id: int, actor: str, reason: str,
                 states: tuple[str, ...]) -> dict[str, Any] | None:
         """Validate an operator's action; the job if it is this tenant's and in `states`."""
-        _int(tenant_id, "tenant_id"), _int(job_id, "job_id")
-        _text(actor, "actor"), _text(reason, "reason", limit=1000)
+        check_int(tenant_id, "tenant_id"), check_int(job_id, "job_id")
+        check_text(actor, "actor"), check_text(reason, "reason", limit=1000)
         row = self._rows.get(job_id)
         ok = row is not None and row["tenant_id"] == tenant_id and row["state"] in states
         return row if ok else None
@@ -130,19 +138,19 @@ class QueueModel:
         The same (tenant, idempotency key) returns the first job's id. Bad input raises
         the errors `jobs.submit` raises, and stores nothing.
         """
-        _int(tenant_id, "tenant_id")
-        _text(kind, "kind")
-        _text(idempotency_key, "idempotency_key", optional=True)
-        _int(max_attempts, "max_attempts", minimum=1)
+        check_int(tenant_id, "tenant_id")
+        check_text(kind, "kind")
+        check_text(idempotency_key, "idempotency_key", optional=True)
+        check_int(max_attempts, "max_attempts", minimum=1)
         if not isinstance(payload, dict):
             raise InvalidJob(
                 f"payload must be a dict (a JSON object), got {type(payload).__name__}")
-        text = _json(payload, "payload")
+        text = to_json(payload, "payload")
         for value, name in ((run_after, "run_after"), (deadline, "deadline")):
             if value is not None and not isinstance(value, int | float):
                 raise TypeError(f"the model takes {name} in seconds from now, got {value!r}")
-        delay = _when(run_after, "run_after", positive=False)[1] or 0.0
-        limit = _when(deadline, "deadline", positive=True)[1]
+        delay = check_when(run_after, "run_after", positive=False)[1] or 0.0
+        limit = check_when(deadline, "deadline", positive=True)[1]
         if kind not in self.kinds:
             raise UnknownKind(
                 f"unknown job kind {kind!r}; known kinds are rows of job_kinds")
@@ -165,8 +173,8 @@ class QueueModel:
         """Claim up to `limit` runnable jobs: expired leases with attempts left first (oldest
         expiry first), then due pending jobs (earliest run_after first). Expired leases with
         no attempts left become failed on the way. [] means "nothing claimable now"."""
-        limit, lease = _int(limit, "limit", minimum=1), _lease(lease)
-        wanted, worker = _kinds(kinds), _text(worker, "worker", optional=True)
+        limit, lease = check_int(limit, "limit", minimum=1), check_lease(lease)
+        wanted, worker = check_kinds(kinds), check_text(worker, "worker", optional=True)
         now = self._now()
         rows = sorted(self._rows.values(), key=lambda r: r["job_id"])
         for row in rows:  # every kind: nobody may run these again
@@ -204,7 +212,7 @@ class QueueModel:
 
     def heartbeat(self, claim: ModelClaim, lease: float = 30.0) -> bool:
         """Extend a lease that is still held and unexpired; False once it was lost."""
-        lease, now = _lease(lease), self._now()
+        lease, now = check_lease(lease), self._now()
         row = self._owned(claim, now)
         if row is not None:
             row["locked_until"] = now + lease
@@ -213,7 +221,7 @@ class QueueModel:
     def finish(self, claim: ModelClaim, output: Any) -> bool:
         """Store `output` once per job and mark it done, if `claim` still holds the lease."""
         now = self._now()
-        row, text = self._owned(claim, now), _json(output, "output")
+        row, text = self._owned(claim, now), to_json(output, "output")
         if row is None:
             return False
         self._results.setdefault(row["job_id"], json.loads(text))
@@ -239,10 +247,10 @@ class QueueModel:
             raise ValueError(f"delay must be a number of seconds >= 0, got {delay!r}")
         if not isinstance(permanent, bool):
             raise TypeError(f"permanent must be True or False, got {permanent!r}")
-        text = _error_text(error)
+        text = error_text(error)
         # Drawn even when the lease is lost, as jobs.fail does, so seeded rngs stay in step.
         wait = float(delay) if delay is not None else policy.delay(
-            _int(claim.attempt, "claim.attempt", minimum=1), rng)
+            check_int(claim.attempt, "claim.attempt", minimum=1), rng)
         if row is None:
             return None
         cap, limits = row["max_attempts"], [row["deadline"]]
@@ -280,7 +288,7 @@ class QueueModel:
         by default as many as it was submitted with. False unless this tenant's and failed.
         """
         if attempts is not None:
-            _int(attempts, "attempts", minimum=1)
+            check_int(attempts, "attempts", minimum=1)
         row = self._manual(tenant_id, job_id, actor, reason, ("failed",))
         if row is None:
             return False
@@ -302,7 +310,7 @@ class QueueModel:
 
     def status(self, *, tenant_id: int, job_id: int) -> ModelJob | None:
         """Like `jobs.status`: None for a missing job and for another tenant's job alike."""
-        _int(tenant_id, "tenant_id"), _int(job_id, "job_id")
+        check_int(tenant_id, "tenant_id"), check_int(job_id, "job_id")
         row = self._rows.get(job_id)
         return None if row is None or row["tenant_id"] != tenant_id else self.job(job_id)
 

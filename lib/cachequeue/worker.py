@@ -13,6 +13,7 @@ from psycopg.pq import TransactionStatus
 from . import jobs
 from .errors import InvalidJob
 from .retry import PermanentError, RetryPolicy
+from .validate import check_kinds
 
 __all__ = ["OUTCOMES", "drain", "run_once"]
 
@@ -30,7 +31,7 @@ def _check(conn: psycopg.Connection, handlers: Mapping[str, Handler],
     for kind, handler in handlers.items():
         if not callable(handler):
             raise TypeError(f"the handler for {kind!r} is not callable: {handler!r}")
-    names = list(handlers) if kinds is None else jobs._kinds(kinds)
+    names = list(handlers) if kinds is None else check_kinds(kinds)
     missing = sorted(set(names) - set(handlers))
     if missing:
         raise ValueError(f"no handler for the kinds {missing}; a claimed job would be stuck")
