@@ -9,44 +9,43 @@ from matplotlib.figure import Figure
 __all__: list[str] = ["plot_hit_ratio_vs_ttl", "plot_loads_vs_readers", "plot_retry_times"]
 
 
+def _line_figure(xs: Sequence, series: Mapping[str, Sequence], *, xlabel: str, ylabel: str,
+                 title: str, log_y: bool) -> Figure:
+    """One line per series over shared x values, log-scaled x (the shape of both cache plots)."""
+    _check_series(xs, series)
+    fig = Figure(figsize=(6, 3.6))
+    ax = fig.subplots()
+    for (label, ys), marker in zip(series.items(), "os^v", strict=False):
+        ax.plot(xs, ys, marker=marker, label=label)
+    ax.set_xscale("log")
+    if log_y:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(0, 1)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
 def plot_loads_vs_readers(readers: Sequence[int], loads: Mapping[str, Sequence[int]]) -> Figure:
     """Loads caused by N concurrent readers of one cold key, one line per cache.
 
     `loads` maps a label (e.g. "with coalescing") to the load count for each value of
     `readers`. Log-log, so "one load" and "one load per reader" are both straight lines.
     """
-    _check_series(readers, loads)
-    fig = Figure(figsize=(6, 3.6))
-    ax = fig.subplots()
-    for (label, counts), marker in zip(loads.items(), "os^v", strict=False):
-        ax.plot(readers, counts, marker=marker, label=label)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("concurrent readers of one key")
-    ax.set_ylabel("loads (model calls)")
-    ax.set_title("Loads vs concurrent readers")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    return fig
+    return _line_figure(readers, loads, xlabel="concurrent readers of one key",
+                        ylabel="loads (model calls)", title="Loads vs concurrent readers",
+                        log_y=True)
 
 
 def plot_hit_ratio_vs_ttl(ttls: Sequence[float], ratios: Mapping[str, Sequence[float]]) -> Figure:
     """Hit ratio of a simulated read workload for each TTL, one line per configuration."""
-    _check_series(ttls, ratios)
-    fig = Figure(figsize=(6, 3.6))
-    ax = fig.subplots()
-    for (label, values), marker in zip(ratios.items(), "os^v", strict=False):
-        ax.plot(ttls, values, marker=marker, label=label)
-    ax.set_xscale("log")
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("TTL (seconds)")
-    ax.set_ylabel("hit ratio")
-    ax.set_title("Hit ratio vs TTL")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    return fig
+    return _line_figure(ttls, ratios, xlabel="TTL (seconds)", ylabel="hit ratio",
+                        title="Hit ratio vs TTL", log_y=False)
 
 
 def _check_series(xs: Sequence, series: Mapping[str, Sequence]) -> None:
