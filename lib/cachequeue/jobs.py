@@ -225,22 +225,24 @@ def fail(conn: psycopg.Connection, claim: Claim, error: BaseException | str, *,
          rng: random.Random | None = None) -> str | None:
     """Record `error` for this attempt and decide what happens next; return the new state.
 
-    'failed' when `permanent`, when the attempts are used up (the smaller of the job's
-    max_attempts and policy.max_attempts), or when the retry would start after the deadline
-    (the job's, or created_at + policy.deadline); otherwise 'pending' with
-    run_after = cq_now() + policy.delay(attempt, rng). None when the lease was lost
-    (nothing written). The error text is kept, cut to MAX_ERROR_CHARS.
+    'failed' when `permanent`, when the attempts are used up (the job's max_attempts, or
+    the smaller of that and policy.max_attempts when a policy is given), or when the retry
+    would start after the deadline (the job's, or created_at + policy.deadline); otherwise
+    'pending' with run_after = cq_now() + policy.delay(attempt, rng). Without a policy the
+    delays are those of RetryPolicy() and only the job's own limits apply. None when the
+    lease was lost (nothing written). The error text is kept, cut to MAX_ERROR_CHARS.
     """
-    policy = RetryPolicy() if policy is None else policy
-    if not isinstance(policy, RetryPolicy):
+    if policy is not None and not isinstance(policy, RetryPolicy):
         raise TypeError(f"policy must be a RetryPolicy or None, got {policy!r}")
+    limits = policy  # None: the job's own max_attempts and deadline decide alone
+    policy = RetryPolicy() if policy is None else policy
     if not isinstance(permanent, bool):
         raise TypeError(f"permanent must be True or False, got {permanent!r}")
     params = _claim_params(conn, claim) | {
         "error": error_text(error),
         "permanent": permanent,
-        "policy_max_attempts": policy.max_attempts,
-        "policy_deadline": policy.deadline,
+        "policy_max_attempts": None if limits is None else limits.max_attempts,
+        "policy_deadline": None if limits is None else limits.deadline,
         "delay": policy.delay(check_int(claim.attempt, "claim.attempt", minimum=1), rng),
     }
     return _run_with_claim(conn, "fail", claim, params)[0]

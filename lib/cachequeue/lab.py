@@ -233,12 +233,14 @@ class QueueModel:
              policy: RetryPolicy | None = None, rng: Any = None,
              delay: float | None = None) -> str | None:
         """Record the error; return 'pending' (retry after the backoff) or 'failed', or None
-        when the lease was lost. The backoff is `delay` seconds if given (no policy caps
-        then), else `policy.delay(attempt, rng)` with `policy` defaulting to RetryPolicy()."""
+        when the lease was lost. The backoff is `delay` seconds if given, else
+        `policy.delay(attempt, rng)` with `policy` defaulting to RetryPolicy(). A policy given
+        explicitly also caps attempts and the deadline, as in jobs.fail."""
         now = self._now()
         row = self._owned(claim, now)
         if delay is not None and policy is not None:
             raise ValueError("give either delay or policy, not both")
+        limits = policy  # only an explicit policy adds its own caps
         if delay is None:
             policy = RetryPolicy() if policy is None else policy
             if not isinstance(policy, RetryPolicy):
@@ -253,14 +255,14 @@ class QueueModel:
             check_int(claim.attempt, "claim.attempt", minimum=1), rng)
         if row is None:
             return None
-        cap, limits = row["max_attempts"], [row["deadline"]]
-        if policy is not None:
-            cap = min(cap, policy.max_attempts)
-            if policy.deadline is not None:
-                limits.append(row["created_at"] + policy.deadline)
-        limits = [x for x in limits if x is not None]  # SQL least() ignores NULLs
+        cap, deadlines = row["max_attempts"], [row["deadline"]]
+        if limits is not None:
+            cap = min(cap, limits.max_attempts)
+            if limits.deadline is not None:
+                deadlines.append(row["created_at"] + limits.deadline)
+        deadlines = [x for x in deadlines if x is not None]  # SQL least() ignores NULLs
         next_run = now + wait
-        give_up = permanent or row["attempts"] >= cap or (limits and next_run > min(limits))
+        give_up = permanent or row["attempts"] >= cap or (deadlines and next_run > min(deadlines))
         self._close(claim.lease_token, now, "failed" if give_up else "retry", text)
         self._end(row, "failed" if give_up else "pending", now)
         row["last_error"] = text

@@ -137,6 +137,16 @@ def test_the_smaller_cap_of_job_and_policy_wins(conn):
     assert jobs.fail(conn, claim, "x", policy=RetryPolicy(max_attempts=1)) == "failed"
 
 
+def test_without_a_policy_the_jobs_own_max_attempts_decides(conn):
+    at(conn, 0)
+    jobs.submit(conn, tenant_id=1, kind="flaky", payload={}, max_attempts=5)
+    states = []
+    for step in range(5):
+        at(conn, 100 * step)  # past any default backoff (cap 60 s)
+        states.append(jobs.fail(conn, jobs.claim(conn), "x"))
+    assert states == ["pending"] * 4 + ["failed"]
+
+
 def test_backoff_sets_run_after_from_the_policy(conn):
     at(conn, 100)
     job_id = jobs.submit(conn, tenant_id=1, kind="flaky", payload={}, max_attempts=5)

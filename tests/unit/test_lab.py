@@ -208,12 +208,14 @@ def test_policy_max_attempts_caps_below_the_jobs_own(model, clock):
     assert (model.job(job_id).state, model.job(job_id).attempts) == ("failed", 2)
 
 
-def test_default_policy_is_retry_policy_with_three_attempts(model, clock):
+def test_without_a_policy_the_jobs_own_max_attempts_decides(model, clock):
     job_id = submit(model, max_attempts=5)
-    for _ in range(3):
+    states = []
+    for _ in range(5):
         clock.advance(60)  # past any default backoff (cap 60 s)
-        state = model.fail(model.claim(), "x")
-    assert (state, model.job(job_id).attempts) == ("failed", 3)
+        states.append(model.fail(model.claim(), "x"))
+    assert states == ["pending"] * 4 + ["failed"]
+    assert model.job(job_id).attempts == 5
 
 
 def test_error_text_is_bounded_and_readable(model):
