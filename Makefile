@@ -16,7 +16,7 @@ help:
 	@echo "make test     set up, then lint + unit + integration + strict nbval + student copies"
 	@echo "make execute  re-run notebooks top to bottom in place (NB=notebooks/01_x.ipynb for one)"
 	@echo "make student  write student copies to build/student/"
-	@echo "make bench    run the benchmarks in bench/ (JSON on stdout)"
+	@echo "make bench    run the benchmarks in bench/ (JSON on stdout; about 12 minutes)"
 	@echo "make db-stop  stop the embedded PostgreSQL"
 
 $(STAMP): pyproject.toml
