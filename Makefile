@@ -43,7 +43,9 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 test: db lint
-	$(BIN)/pytest -n 2 --dist loadfile --nbval --nbval-sanitize-with tests/sanitize.cfg $(PYTEST_ARGS)
+	@# Notebooks under test use ch00_test, ch01_test, ...: a test run never resets the
+	@# schemas of a chapter that is open in JupyterLab at the same time.
+	CACHEQUEUE_SCHEMA_SUFFIX=_test $(BIN)/pytest -n 2 --dist loadfile --nbval --nbval-sanitize-with tests/sanitize.cfg $(PYTEST_ARGS)
 
 execute: db
 	$(BIN)/python tools/nbtool.py execute $(NB)

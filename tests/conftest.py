@@ -9,6 +9,13 @@ import pytest
 from cachequeue import db
 
 
+@pytest.fixture(autouse=True)
+def _plain_schema_names(monkeypatch):
+    """Python tests make their own unique schemas; the suffix `make test` sets is meant for
+    the notebooks it runs (their kernels inherit it), so tests see plain names."""
+    monkeypatch.delenv("CACHEQUEUE_SCHEMA_SUFFIX", raising=False)
+
+
 @pytest.fixture
 def schema(database_url) -> str:
     """A unique schema name, created with the course schema and dropped after the test."""
