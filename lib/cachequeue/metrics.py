@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from . import sqlfile
+from .db import fetch_df
 from .retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -49,18 +50,10 @@ def _none(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.astype(object).where(frame.notna(), None)
 
 
-def _rows(conn: psycopg.Connection, name: str) -> tuple[list[str], list[tuple]]:
-    with conn.cursor() as cur:
-        cur.execute(sqlfile.load("metrics.sql")[name].sql)
-        return [c.name for c in cur.description], cur.fetchall()
-
-
 def jobs_frame(conn: psycopg.Connection, *, epoch: datetime | None = None) -> pd.DataFrame:
     """Every job of the connection's schema, one row each (columns JOB_COLUMNS)."""
-    import pandas as pd
-
-    columns, rows = _rows(conn, "jobs_table")
-    return _none(_seconds(pd.DataFrame(rows, columns=columns).astype(object), epoch))
+    frame = fetch_df(conn, sqlfile.load("metrics.sql")["jobs_table"].sql)
+    return _none(_seconds(frame.astype(object), epoch))
 
 
 def model_frame(model: QueueModel) -> pd.DataFrame:
@@ -75,7 +68,7 @@ def model_frame(model: QueueModel) -> pd.DataFrame:
 
 def state_counts(conn: psycopg.Connection) -> dict[str, int]:
     """{state: number of jobs} for every state, read from the jobs table."""
-    return dict(_rows(conn, "state_counts")[1])
+    return dict(conn.execute(sqlfile.load("metrics.sql")["state_counts"].sql).fetchall())
 
 
 def attempts_frame(rows: Iterable[dict[str, Any]], *, epoch: datetime | None = None,

@@ -17,6 +17,7 @@ import uuid
 import psycopg
 
 from . import sqlfile
+from .validate import check_int, check_lease
 
 __all__ = ["count_pending", "pick", "session_state", "take"]
 
@@ -37,12 +38,9 @@ def take(conn: psycopg.Connection, job_id: int, *, worker: str, lease: float = 3
     Deliberately wrong: it does not check that the job is still pending, so it "succeeds"
     for every worker that picked the same job.
     """
-    if isinstance(job_id, bool) or not isinstance(job_id, int):
-        raise TypeError(f"job_id must be an int, got {job_id!r}")
-    if isinstance(lease, bool) or not isinstance(lease, int | float) or not lease > 0:
-        raise ValueError(f"lease must be a number of seconds > 0, got {lease!r}")
-    row = conn.execute(_query("naive_take"),
-                       {"job_id": job_id, "worker": worker, "lease": float(lease)}).fetchone()
+    params = {"job_id": check_int(job_id, "job_id"), "worker": worker,
+              "lease": check_lease(lease)}
+    row = conn.execute(_query("naive_take"), params).fetchone()
     if row is None:
         raise LookupError(f"no job with id {job_id}")
     return row[0]

@@ -77,3 +77,13 @@ def test_random_sequences_agree(shared_conn, sequence):
 def test_step_rejects_unknown_ops():
     with pytest.raises(ValueError, match="unknown op"):
         Step("teleport")
+
+
+def test_the_models_states_and_kinds_are_the_databases(conn):
+    """lab.STATES and lab.KINDS are hand-kept copies of queue.sql; they must not drift."""
+    from cachequeue import lab
+
+    states = conn.execute("SELECT enum_range(NULL::job_state)::text[]").fetchone()[0]
+    kinds = {r[0] for r in conn.execute("SELECT kind FROM job_kinds")}
+    assert tuple(states) == lab.STATES
+    assert kinds == lab.KINDS
