@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+DEV    := $(VENV)/.installed-dev
 PYTEST_ARGS ?=
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
@@ -14,18 +15,27 @@ LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 help:
 	@echo "make lab      set up (.venv, database) and open JupyterLab on notebooks/"
 	@echo "make test     set up, then lint + unit + integration + strict nbval + student copies"
+	@echo "              (PYTEST_ARGS='-m \"not db\"' for the tests that need no database)"
 	@echo "make execute  re-run notebooks top to bottom in place (NB=notebooks/01_x.ipynb for one)"
 	@echo "make student  write student copies to build/student/"
 	@echo "make bench    run the benchmarks in bench/ (JSON on stdout; about 12 minutes)"
 	@echo "make db-stop  stop the embedded PostgreSQL"
 
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+
+# The library with its `lab` extra (JupyterLab and what the notebooks use), and the kernel.
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed; set PYTHON=python3.12 or similar")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(PIP) --upgrade pip
+	$(PIP) -e '.[lab]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name cachequeue --display-name "Python (cachequeue)" >/dev/null
 	touch $(STAMP)
+
+# The test tools on top (`dev` extra).
+$(DEV): $(STAMP)
+	$(PIP) -e '.[dev]'
+	touch $(DEV)
 
 setup: $(STAMP)
 
@@ -39,22 +49,22 @@ lab: db
 	@echo "JupyterLab on notebooks/ (Ctrl-C to stop; the database keeps running, make db-stop stops it)"
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ROOT) $(LAB_ARGS)
 
-lint: $(STAMP)
+lint: $(DEV)
 	$(BIN)/ruff check .
 
-test: db lint
+test: $(DEV) db lint
 	@# Notebooks under test use ch00_test, ch01_test, ...: a test run never resets the
 	@# schemas of a chapter that is open in JupyterLab at the same time.
 	CACHEQUEUE_SCHEMA_SUFFIX=_test $(BIN)/pytest -n 2 --dist loadfile --nbval --nbval-sanitize-with tests/sanitize.cfg $(PYTEST_ARGS)
 
-execute: db
+execute: $(DEV) db
 	$(BIN)/python tools/nbtool.py execute $(NB)
 
-student: $(STAMP)
+student: $(DEV)
 	$(BIN)/python tools/nbtool.py student
 
-bench: db
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
+bench: $(DEV) db
+	$(PIP) -e '.[dev,bench]'
 	@for script in bench/*.py; do $(BIN)/python $$script || exit 1; done
 
 clean:

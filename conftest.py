@@ -1,4 +1,5 @@
-"""Root pytest configuration: nbval compares notebook outputs, but not what went to stderr.
+"""Root pytest configuration: nbval compares notebook outputs, but not what went to stderr;
+executed notebooks are marked `db`.
 
 Library warnings (a DeprecationWarning in one environment, none in another) land on
 stderr; they are not part of what a notebook teaches, so strict nbval ignores them on both
@@ -13,6 +14,13 @@ import pytest
 
 def _without_stderr(outputs):
     return [o for o in outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
+
+
+def pytest_collection_modifyitems(items):
+    """Executed notebooks need the database: mark them `db` like the integration tests."""
+    for item in items:
+        if str(item.fspath).endswith(".ipynb"):
+            item.add_marker(pytest.mark.db)
 
 
 def pytest_configure(config):

@@ -17,58 +17,31 @@ import argparse
 import json
 import statistics
 
-from cachequeue import db, sqlfile
+from cachequeue import db
+from cachequeue.course import plans
+from cachequeue.queue import jobs
 
-CLAIM = sqlfile.load("queries.sql")["claim"].sql
+CLAIM = jobs.query("claim").sql
 PARAMS = {"limit": 1, "lease": 30.0, "kinds": None, "worker": "bench"}
-
-
-class _Rollback(Exception):
-    pass
-
-
-def _nodes(plan):
-    yield plan
-    for child in plan.get("Plans", []):
-        yield from _nodes(child)
-
-
-def _explain(conn, fmt):
-    try:
-        with conn.transaction():
-            rows = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT {fmt}) " + CLAIM,
-                                PARAMS).fetchall()
-            raise _Rollback(rows)
-    except _Rollback as done:
-        return done.args[0]
 
 
 def measure(conn, runs):
     planning, execution = [], []
     for _ in range(runs):
-        [(doc,)] = _explain(conn, "JSON")
-        doc = doc if not isinstance(doc, str) else json.loads(doc)
+        doc = plans.explain(conn, CLAIM, PARAMS, analyze=True)
         planning.append(doc[0]["Planning Time"])
         execution.append(doc[0]["Execution Time"])
-    scans = sorted({n["Node Type"] + (f' using {n["Index Name"]}' if "Index Name" in n else "")
-                    for n in _nodes(doc[0]["Plan"])
-                    if "Scan" in n["Node Type"] and n.get("Relation Name") == "jobs"})
-    text = "\n".join(r[0] for r in _explain(conn, "TEXT"))
+    text = plans.explain(conn, CLAIM, PARAMS, analyze=True, fmt="text")
     return {"planning_ms_median": round(statistics.median(planning), 4),
             "execution_ms_median": round(statistics.median(execution), 4),
-            "scans_on_jobs": scans, "plan": text}
+            "scans_on_jobs": sorted(plans.scans(doc)), "plan": text}
 
 
 def build(conn, schema, finished):
     db.reset_schema(conn, schema)
-    if finished:
-        conn.execute(
-            "INSERT INTO jobs (tenant_id, kind, payload, state, attempts, finished_at)"
-            " SELECT n %% 50, 'noop', '{}', 'done', 1, cq_now()"
-            " FROM generate_series(1, %s) n", [finished])
-    conn.execute("INSERT INTO jobs (tenant_id, kind, payload)"
-                 " SELECT 1, 'noop', '{}' FROM generate_series(1, 100)")
-    conn.execute("VACUUM ANALYZE jobs")
+    plans.fill_finished(conn, finished, tenants=50)
+    plans.fill_pending(conn, 100)
+    plans.analyze(conn, vacuum=True)
 
 
 def main(argv=None):
@@ -83,12 +56,12 @@ def main(argv=None):
         schema = "bench_claim_cost"
         with db.connect() as conn:
             build(conn, schema, finished)
-            size = conn.execute("SELECT pg_size_pretty(pg_total_relation_size('jobs'))").fetchone()[0]
+            size = plans.table_size(conn)
             out[label] = {"finished_rows": finished, "jobs_table_size": size,
                           **measure(conn, args.runs)}
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+            db.drop_schema(conn, schema)
     with db.connect() as conn:
-        out["server"] = "PostgreSQL " + conn.execute("SHOW server_version").fetchone()[0]
+        out["server"] = "PostgreSQL " + db.server_version(conn, short=True)
     out["runs"] = args.runs
     print(json.dumps(out, indent=2))
 

@@ -35,27 +35,23 @@ import sys
 import time
 import traceback
 from datetime import timedelta
+from pathlib import Path
 
 import psycopg
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from cachequeue import db, jobs, sqlfile
+from cachequeue import db, sqlfile
+from cachequeue.queue import jobs
 
 SYSTEMS = ["bare_sql_b1", "bare_sql_b10", "bare_sql_b10_fm", "minimal_b1", "minimal_b10",
            "ours_b1", "ours_b10", "ours_b10_fm", "procrastinate", "pgqueuer_b1", "pgqueuer_b10"]
 SCHEMA = {"procrastinate": "bench_procrastinate", "pgqueuer": "bench_pgqueuer"}
-OURS = sqlfile.load("queries.sql")
-MINIMAL_CLAIM = """
-WITH async AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true))
-UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_token = gen_random_uuid(),
-       locked_until = now() + interval '30 seconds'
-WHERE id IN (SELECT id FROM jobs WHERE state = 'pending' AND run_after <= now()
-             ORDER BY run_after, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
-  AND (SELECT true FROM async)
-RETURNING id, lease_token"""
-MINIMAL_FINISH = """
-UPDATE jobs SET state = 'done', finished_at = now(), lease_token = NULL, locked_until = NULL
-WHERE id = %(job_id)s AND lease_token = %(lease_token)s AND state = 'running'"""
+OURS = {name: jobs.query(name) for name in ("claim", "finish", "finish_many")}
+HERE = sqlfile.parse(Path(__file__).with_suffix(".sql").read_text(encoding="utf-8"),
+                     "bench/queue_throughput.sql")
+MINIMAL_CLAIM = HERE["minimal_claim"].sql
+MINIMAL_FINISH = HERE["minimal_finish"].sql
 
 
 def family(system: str) -> str:
@@ -195,8 +191,8 @@ def _child(url, system, wid, barrier, out):
 
 def _fresh(url, schema):
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-        conn.execute(f"CREATE SCHEMA {schema}")
+        db.drop_schema(conn, schema)
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
 
 
 def setup(url, system, n):
@@ -206,10 +202,9 @@ def setup(url, system, n):
         with db.connect() as conn:
             db.reset_schema(conn, schema)
             t0 = time.perf_counter()
-            conn.execute("INSERT INTO jobs (tenant_id, kind, payload)"
-                         " SELECT 1, 'noop', '{}' FROM generate_series(1, %s)", [n])
+            conn.execute(HERE["fill_cq"].sql, {"n": n})
             took = time.perf_counter() - t0
-            conn.execute("ANALYZE jobs")
+            conn.execute(HERE["analyze"].sql)
         return took
     _fresh(url, schema)
     if family(system) == "procrastinate":
@@ -238,17 +233,11 @@ def setup(url, system, n):
                 await conn.close()
     took = asyncio.run(main())
     with psycopg.connect(url, autocommit=True, options=options(schema)) as conn:
-        conn.execute("ANALYZE")
+        conn.execute(HERE["analyze"].sql)
     return took
 
 
-CHECKS = {  # (jobs not completed: must be 0, when the last completion was recorded)
-    "cq": ("SELECT count(*) FILTER (WHERE state <> 'done'), max(finished_at) FROM jobs"),
-    "procrastinate": ("SELECT (SELECT count(*) FROM procrastinate_jobs WHERE status <> 'succeeded'),"
-                      " (SELECT max(at) FROM procrastinate_events WHERE type = 'succeeded')"),
-    "pgqueuer": ("SELECT (SELECT count(*) FROM pgqueuer),"
-                 " (SELECT max(created) FROM pgqueuer_log WHERE status = 'successful')"),
-}
+CHECKS = {f: HERE[f"check_{f}"].sql for f in ("cq", "procrastinate", "pgqueuer")}
 
 
 def run_one(url, system, workers, n, timeout):
@@ -265,7 +254,7 @@ def run_one(url, system, workers, n, timeout):
             p.start()
         barrier.wait(timeout=60)
         t0 = time.monotonic()
-        start_at = conn.execute("SELECT clock_timestamp()").fetchone()[0]
+        start_at = conn.execute(HERE["clock"].sql).fetchone()[0]
         reports = [out.get(timeout=timeout) for _ in procs]
         for p in procs:
             p.join(timeout=30)
@@ -323,7 +312,7 @@ def main(argv=None):
         reps_done += 1
     for schema in ("bench_cq", *SCHEMA.values()):
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            db.drop_schema(conn, schema)
     rates = {s: {str(w): statistics.median(r["rate"] for r in runs
                                            if r["system"] == s and r["workers"] == w)
                  for w in workers} for s in systems}
@@ -343,7 +332,7 @@ def main(argv=None):
                                                             get("bare_sql_b10_fm")),
         }
     with db.connect() as conn:
-        server = conn.execute("SHOW server_version").fetchone()[0]
+        server = db.server_version(conn, short=True)
     print(json.dumps({
         "jobs": args.jobs, "repetitions": reps_done, "workers": workers,
         "server": f"PostgreSQL {server}", "python": platform.python_version(),

@@ -40,6 +40,7 @@ def _errors(cell) -> list[str]:
     return [o["ename"] for o in cell.get("outputs", []) if o.get("output_type") == "error"]
 
 
+@pytest.mark.db
 @pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda p: p.name)
 def test_every_check_fails_on_the_student_copy_and_passes_here(path, tmp_path, monkeypatch,
                                                                database_url):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime, timedelta
+
+from .checks import check_finite
 
 __all__ = ["EPOCH", "ManualClock"]
 
@@ -22,14 +23,8 @@ class ManualClock:
     """
 
     def __init__(self, start: float = 0.0, *, epoch: datetime = EPOCH) -> None:
-        self._now = self._finite(start, "start")
+        self._now = check_finite(start, "start")
         self.epoch = epoch
-
-    @staticmethod
-    def _finite(value: float, name: str) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise ValueError(f"{name} must be a finite number of seconds, got {value!r}")
-        return float(value)
 
     def __call__(self) -> float:
         return self._now
@@ -40,7 +35,7 @@ class ManualClock:
 
     def advance(self, seconds: float) -> float:
         """Move forward by `seconds` (>= 0) and return the new reading. Time never runs back."""
-        seconds = self._finite(seconds, "seconds")
+        seconds = check_finite(seconds, "seconds")
         if seconds < 0:
             raise ValueError(f"a clock cannot go back: advance({seconds!r})")
         self._now += seconds

@@ -25,7 +25,7 @@ __all__ = [
     "SCHEMA_FILES",
     "connect",
     "database_url",
-    "fetch_df",
+    "drop_schema",
     "reset_schema",
     "schema_name",
     "server_version",
@@ -33,8 +33,15 @@ __all__ = [
 ]
 
 # Applied in this order by reset_schema(); each file owns one concern.
-SCHEMA_FILES = ("schema.sql", "queue.sql")
+# (package, file under its sql/), applied in this order. This is the one place that composes
+# a chapter's schema from the parts: the database clock, the course's sample domain, the queue.
+SCHEMA_FILES = (
+    ("cachequeue", "clock.sql"),
+    ("cachequeue.course", "sample.sql"),
+    ("cachequeue.queue", "queue.sql"),
+)
 
+_QUERIES = sqlfile.load("cachequeue", "db.sql")
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
@@ -112,35 +119,30 @@ def reset_schema(conn: psycopg.Connection, name: str) -> None:
     name = schema_name(name)
     ident = sql.Identifier(name)
     with conn.transaction():
-        # Serialise resets of the same schema across processes (two runs of one notebook).
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ["cachequeue.schema." + name])
+        conn.execute(_QUERIES["lock_schema"].sql, {"schema": name})
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(ident))
         conn.execute(sql.SQL("CREATE SCHEMA {}").format(ident))
         conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(ident))
-        for filename in SCHEMA_FILES:
-            conn.execute(sqlfile.read(filename))
+        for package, filename in SCHEMA_FILES:
+            conn.execute(sqlfile.read(package, filename))
     conn.execute(sql.SQL("SET search_path TO {}").format(ident))
+
+
+def drop_schema(conn: psycopg.Connection, name: str) -> None:
+    """Drop schema `name` (with the suffix of schema_name) and everything in it, if it exists."""
+    conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema_name(name))))
 
 
 def set_clock(conn: psycopg.Connection, instant: Any | None) -> None:
     """Freeze this session's database clock (`cq_now()`) at `instant`, or release it with None."""
-    conn.execute("SELECT set_config('cachequeue.now', %s, false)",
-                 ["" if instant is None else str(instant)])
+    conn.execute(_QUERIES["set_clock"].sql, {"instant": "" if instant is None else str(instant)})
 
 
-def server_version(conn: psycopg.Connection) -> str:
-    """The server's version string, e.g. 'PostgreSQL 18.1 on x86_64-pc-linux-gnu ...'."""
-    return conn.execute("SELECT version()").fetchone()[0]
-
-
-def fetch_df(conn: psycopg.Connection, query: str, params: Any = None):
-    """Run a query and return the rows as a pandas DataFrame (column names from the query)."""
-    import pandas as pd
-
-    with conn.cursor() as cur:
-        cur.execute(query, params)
-        columns = [c.name for c in cur.description or []]
-        return pd.DataFrame(cur.fetchall(), columns=columns)
+def server_version(conn: psycopg.Connection, *, short: bool = False) -> str:
+    """The server's version string, e.g. 'PostgreSQL 18.1 on x86_64-pc-linux-gnu ...', or
+    with `short` only the number, e.g. '18.1'."""
+    name = "server_version_number" if short else "server_version"
+    return conn.execute(_QUERIES[name].sql).fetchone()[0]
 
 
 def _main() -> int:
@@ -149,7 +151,7 @@ def _main() -> int:
 
     try:
         with connect() as conn:
-            version = conn.execute("SHOW server_version").fetchone()[0]
+            version = server_version(conn, short=True)
     except (ConfigurationError, DatabaseUnavailable) as exc:
         print(f"database: {exc}", file=sys.stderr)
         return 1

@@ -32,7 +32,7 @@ class UnknownKind(InvalidJob):
 
 
 class PayloadTooLarge(InvalidJob):
-    """The payload's JSON text is longer than validate.MAX_PAYLOAD_BYTES; store large data elsewhere."""
+    """The payload's JSON text is longer than queue.limits.MAX_PAYLOAD_BYTES; store large data elsewhere."""
 
 
 class ForeignClaim(CacheQueueError, ValueError):

@@ -1,4 +1,4 @@
-"""Load named SQL blocks from the package's `sql/*.sql` files.
+"""Load named SQL blocks from the `sql/*.sql` files that each part of the package keeps.
 
 A file holds blocks like this (the style of procrastinate's queries.sql):
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-__all__ = ["Query", "load", "read"]
+__all__ = ["Query", "load", "parse", "read"]
 
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 
@@ -32,15 +32,23 @@ class Query:
         return self.sql
 
 
-def read(filename: str) -> str:
-    """The text of one file in `cachequeue/sql/`."""
-    return resources.files("cachequeue").joinpath("sql", filename).read_text(encoding="utf-8")
+def read(package: str, filename: str) -> str:
+    """The text of `sql/<filename>` inside `package`, e.g. read("cachequeue.queue", "queue.sql").
+
+    Read through importlib.resources, so it works from a checkout and from an installed wheel.
+    """
+    return resources.files(package).joinpath("sql", filename).read_text(encoding="utf-8")
 
 
 @cache
-def load(filename: str) -> dict[str, Query]:
-    """Parse `filename` into {name: Query}; a duplicate or empty block is an error."""
-    text = read(filename)
+def load(package: str, filename: str) -> dict[str, Query]:
+    """The named blocks of `sql/<filename>` in `package`, parsed once per process."""
+    return parse(read(package, filename), f"{package}:sql/{filename}")
+
+
+def parse(text: str, source: str = "<text>") -> dict[str, Query]:
+    """Split SQL text into {name: Query}; a duplicate or empty block is a ValueError that
+    names `source`."""
     parts = _NAME.split(text)
     queries: dict[str, Query] = {}
     for name, body in zip(parts[1::2], parts[2::2], strict=True):
@@ -48,8 +56,8 @@ def load(filename: str) -> dict[str, Query]:
         purpose = lines[0].removeprefix("--").strip() if lines and lines[0].startswith("--") else ""
         sql = "\n".join(lines[1:] if purpose else lines).strip()
         if not sql:
-            raise ValueError(f"{filename}: query {name!r} is empty")
+            raise ValueError(f"{source}: query {name!r} is empty")
         if name in queries:
-            raise ValueError(f"{filename}: query {name!r} is defined twice")
+            raise ValueError(f"{source}: query {name!r} is defined twice")
         queries[name] = Query(name, purpose, sql)
     return queries

@@ -7,7 +7,8 @@ import sys
 import psycopg
 import pytest
 
-from cachequeue import data, db
+from cachequeue import db
+from cachequeue.course import data
 from cachequeue.errors import ConfigurationError, DatabaseUnavailable
 
 
@@ -41,7 +42,7 @@ def test_two_chapters_do_not_share_tables(schema):
             assert b.execute("SELECT count(*) FROM tenants").fetchone()[0] == 0
             assert a.execute("SELECT count(*) FROM tenants").fetchone()[0] == 2
         finally:
-            b.execute(f"DROP SCHEMA {schema}_other CASCADE")
+            db.drop_schema(b, schema + "_other")
 
 
 def test_set_clock_freezes_and_releases_the_database_clock(conn):
@@ -121,7 +122,8 @@ def test_schema_suffix_keeps_a_second_copy_of_a_chapter_apart(monkeypatch, schem
             with db.connect(schema) as copy:
                 assert copy.execute("SELECT current_schema()").fetchone()[0] == schema + "_copy"
         finally:
-            conn.execute(f"DROP SCHEMA {schema}_copy CASCADE")
+            db.drop_schema(conn, schema)  # the suffix _copy is still set
     monkeypatch.setenv("CACHEQUEUE_SCHEMA_SUFFIX", "-bad")
     with pytest.raises(ValueError, match="SUFFIX"):
         db.schema_name("ch01")
+    monkeypatch.delenv("CACHEQUEUE_SCHEMA_SUFFIX")  # the schema fixture drops with it unset

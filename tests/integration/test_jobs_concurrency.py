@@ -4,7 +4,8 @@ import multiprocessing
 import threading
 from collections import Counter
 
-from cachequeue import db, jobs
+from cachequeue import db
+from cachequeue.queue import jobs
 
 N_JOBS = 200
 

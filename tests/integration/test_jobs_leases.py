@@ -5,8 +5,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from cachequeue import db, jobs
-from cachequeue.retry import RetryPolicy
+from cachequeue import db
+from cachequeue.queue import jobs
+from cachequeue.queue.retry import RetryPolicy
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -235,7 +236,7 @@ def test_a_claim_commits_asynchronously_but_never_weakens_the_callers_transactio
     assert conn.execute("SHOW synchronous_commit").fetchone()[0] == "on"
     # The claim statement itself turns synchronous_commit off, for its transaction only.
     with conn.transaction():
-        conn.execute(jobs._QUERIES["claim"].sql,
+        conn.execute(jobs.query("claim").sql,
                      {"limit": 1, "lease": 30.0, "kinds": None, "worker": "raw"}).fetchall()
         assert conn.execute("SHOW synchronous_commit").fetchone()[0] == "off"
     assert conn.execute("SHOW synchronous_commit").fetchone()[0] == "on"

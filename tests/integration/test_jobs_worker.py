@@ -6,8 +6,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from psycopg.pq import TransactionStatus
 
-from cachequeue import db, jobs, worker
-from cachequeue.retry import PermanentError, RetryPolicy
+from cachequeue import db
+from cachequeue.queue import jobs, worker
+from cachequeue.queue.retry import PermanentError, RetryPolicy
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 FAST = RetryPolicy(max_attempts=3, base=1.0, cap=1.0, jitter=False)
@@ -109,7 +110,8 @@ def test_drain_is_bounded_and_stops_when_nothing_is_claimable(conn):
 
 
 @pytest.mark.parametrize("handlers, kwargs, error", [
-    ({}, {}, TypeError),
+    ({}, {}, ValueError),
+    ([("noop", print)], {}, TypeError),
     ({"noop": "not callable"}, {}, TypeError),
     (HANDLERS, {"kinds": ["summarise"]}, ValueError),
     (HANDLERS, {"lease": 0}, ValueError),

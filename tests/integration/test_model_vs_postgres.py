@@ -5,9 +5,10 @@ import uuid
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 
-from cachequeue import db, lockstep
-from cachequeue.lab import QueueModel
-from cachequeue.lockstep import Step
+from cachequeue import db
+from cachequeue.course import lockstep
+from cachequeue.course.lab import QueueModel
+from cachequeue.course.lockstep import Step
 
 pytestmark = pytest.mark.db
 
@@ -21,7 +22,7 @@ def shared_conn(database_url):
     with db.connect(name) as conn:
         yield conn
     with db.connect() as admin:
-        admin.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+        db.drop_schema(admin, name)
 
 
 def S(op, *args):
@@ -81,7 +82,7 @@ def test_step_rejects_unknown_ops():
 
 def test_the_models_states_and_kinds_are_the_databases(conn):
     """lab.STATES and lab.KINDS are hand-kept copies of queue.sql; they must not drift."""
-    from cachequeue import lab
+    from cachequeue.course import lab
 
     states = conn.execute("SELECT enum_range(NULL::job_state)::text[]").fetchone()[0]
     kinds = {r[0] for r in conn.execute("SELECT kind FROM job_kinds")}

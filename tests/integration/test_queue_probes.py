@@ -7,8 +7,11 @@ from datetime import datetime
 
 import pytest
 
-from cachequeue import db, jobs, metrics, naive, timers
+from cachequeue import db
 from cachequeue.clock import ManualClock
+from cachequeue.course import frames as metrics
+from cachequeue.course import naive, timers
+from cachequeue.queue import jobs
 
 pytestmark = pytest.mark.db
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cachequeue.access import Document, PermissionDenied, User, authorize, view_of
+from cachequeue.course.access import Document, PermissionDenied, User, authorize, view_of
 
 ADMIN = User(10, 1, "王敏", "admin")
 MEMBER = User(11, 1, "李雷", "member")
@@ -64,7 +64,7 @@ def test_wrong_argument_types(user, document, error):
         (lambda: Document(1, 1, "t", "public", 1), ValueError, "visibility must be one of"),
         (lambda: Document(1, 1, "t", "team", 0), ValueError, "version must be >= 1"),
         (lambda: Document(1, 1, "t", "team", "2"), TypeError, "version must be an int"),
-        (lambda: Document(1, 1, "t", "team", 1, deleted=1), TypeError, "deleted must be a bool"),
+        (lambda: Document(1, 1, "t", "team", 1, deleted=1), TypeError, "deleted must be True or False"),
     ],
 )
 def test_rows_are_validated(make, error, message):

@@ -1,14 +1,16 @@
-"""LoadingCache: one behaviour suite run against both policies, then policy-specific eviction."""
+"""LoadingCache: one behaviour suite run against both policies and both cache classes
+(LoadingCache and its subclass EarlyRefreshCache), then policy-specific eviction."""
 
 from __future__ import annotations
 
 import asyncio
+import random
 
 import pytest
 
-from cachequeue.cache import CacheBusy, LoadingCache
+from cachequeue.cache import CacheBusy, EarlyRefreshCache, LoadingCache
 from cachequeue.clock import ManualClock
-from cachequeue.workload import GatedLoader as Gate
+from cachequeue.course.workload import GatedLoader as Gate
 
 
 def run(coro):
@@ -31,13 +33,17 @@ class Loader:
 
 
 class CacheBehaviour:
-    """Behaviour every policy must have. Subclasses set `policy`."""
+    """Behaviour every policy and every cache class must have. Subclasses set `policy` and
+    may set `cache_class`."""
 
     policy: str
+    cache_class: type[LoadingCache] = LoadingCache
 
     def cache(self, **kwargs) -> LoadingCache:
         kwargs.setdefault("clock", ManualClock())
-        return LoadingCache(policy=self.policy, **kwargs)
+        if issubclass(self.cache_class, EarlyRefreshCache):
+            kwargs.setdefault("rng", random.Random(0))
+        return self.cache_class(policy=self.policy, **kwargs)
 
     def test_policy_is_reported(self):
         assert self.cache().policy == self.policy
@@ -235,6 +241,14 @@ class TestLru(CacheBehaviour):
 
         run(scenario())
         assert cache.keys() == ["a", "c"]
+
+
+class TestEarlyRefreshFifo(TestFifo):
+    cache_class = EarlyRefreshCache
+
+
+class TestEarlyRefreshLru(TestLru):
+    cache_class = EarlyRefreshCache
 
 
 def test_reloading_an_expired_key_moves_it_to_the_back():

@@ -1,15 +1,21 @@
-"""LoadingCache under concurrency: one test per edge case, interleavings fixed by Events."""
+"""LoadingCache under concurrency: one test per edge case, interleavings fixed by Events.
+
+Every test runs against LoadingCache and its subclass EarlyRefreshCache: the subclass must
+keep every guarantee of the base (here its early refresh never fires, since loads take no
+time on the manual clock, so both must behave identically).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import random
 
 import pytest
 
-from cachequeue.cache import CacheBusy, LoadingCache
+from cachequeue.cache import CacheBusy, EarlyRefreshCache, LoadingCache
 from cachequeue.clock import ManualClock
-from cachequeue.workload import GatedLoader
+from cachequeue.course.workload import GatedLoader
 
 
 class Boom(Exception):
@@ -20,13 +26,21 @@ def run(coro):
     return asyncio.run(coro)
 
 
-def make(**kwargs) -> LoadingCache:
-    kwargs.setdefault("clock", ManualClock())
-    return LoadingCache(**kwargs)
+@pytest.fixture(params=["LoadingCache", "EarlyRefreshCache"])
+def make(request):
+    """A factory of caches of the class under test, on a ManualClock unless given a clock."""
+
+    def make(**kwargs) -> LoadingCache:
+        kwargs.setdefault("clock", ManualClock())
+        if request.param == "EarlyRefreshCache":
+            return EarlyRefreshCache(rng=random.Random(0), **kwargs)
+        return LoadingCache(**kwargs)
+
+    return make
 
 
 @pytest.mark.parametrize("policy", ["fifo", "lru"])
-def test_concurrent_misses_share_one_load(policy):
+def test_concurrent_misses_share_one_load(make, policy):
     cache, gate = make(policy=policy), GatedLoader("summary")
 
     async def scenario():
@@ -41,7 +55,7 @@ def test_concurrent_misses_share_one_load(policy):
     assert (cache.stats.loads, cache.stats.coalesced, cache.stats.misses) == (1, 49, 50)
 
 
-def test_a_failed_load_reaches_every_waiter_and_is_not_cached():
+def test_a_failed_load_reaches_every_waiter_and_is_not_cached(make):
     cache, gate = make(), GatedLoader(error=Boom("model down"))
 
     async def scenario():
@@ -59,7 +73,7 @@ def test_a_failed_load_reaches_every_waiter_and_is_not_cached():
     assert (cache.stats.failures, cache.stats.loads, cache.stats.coalesced) == (1, 2, 4)
 
 
-def test_a_loader_that_raises_when_called_leaves_nothing_stuck():
+def test_a_loader_that_raises_when_called_leaves_nothing_stuck(make):
     cache = make(max_pending=1)
 
     def broken():
@@ -77,7 +91,7 @@ def test_a_loader_that_raises_when_called_leaves_nothing_stuck():
     assert (cache.stats.loads, cache.stats.failures, len(cache)) == (2, 1, 1)
 
 
-def test_a_loader_that_returns_no_awaitable_is_a_clear_type_error():
+def test_a_loader_that_returns_no_awaitable_is_a_clear_type_error(make):
     cache = make()
 
     async def scenario():
@@ -93,7 +107,7 @@ def test_a_loader_that_returns_no_awaitable_is_a_clear_type_error():
     assert cache.pending == 0
 
 
-def test_max_pending_rejects_a_new_key_at_once_but_never_a_joiner():
+def test_max_pending_rejects_a_new_key_at_once_but_never_a_joiner(make):
     cache, gate = make(max_pending=2), GatedLoader(expect=2)
 
     async def scenario():
@@ -111,7 +125,7 @@ def test_max_pending_rejects_a_new_key_at_once_but_never_a_joiner():
     assert (cache.stats.rejected, cache.stats.coalesced, gate.calls) == (1, 10, 3)
 
 
-def test_the_pending_cap_counts_failed_loads_only_while_they_run():
+def test_the_pending_cap_counts_failed_loads_only_while_they_run(make):
     cache, gate = make(max_pending=1), GatedLoader(error=Boom())
 
     async def scenario():
@@ -128,7 +142,7 @@ def test_the_pending_cap_counts_failed_loads_only_while_they_run():
     assert run(scenario()) == "v"
 
 
-def test_cancelling_one_waiter_does_not_cancel_the_load_for_the_others():
+def test_cancelling_one_waiter_does_not_cancel_the_load_for_the_others(make):
     cache, gate = make(), GatedLoader("summary")
 
     async def scenario():
@@ -145,7 +159,7 @@ def test_cancelling_one_waiter_does_not_cancel_the_load_for_the_others():
     assert gate.calls == 1 and cache.stats.failures == 0 and "k" in cache
 
 
-def test_cancelling_every_waiter_still_lets_the_load_finish_and_be_stored():
+def test_cancelling_every_waiter_still_lets_the_load_finish_and_be_stored(make):
     cache, gate = make(), GatedLoader("summary")
 
     async def scenario():
@@ -162,7 +176,7 @@ def test_cancelling_every_waiter_still_lets_the_load_finish_and_be_stored():
     assert gate.calls == 1 and cache.stats.hits + cache.stats.coalesced == 3
 
 
-def test_a_failure_nobody_waits_for_is_not_reported_as_never_retrieved():
+def test_a_failure_nobody_waits_for_is_not_reported_as_never_retrieved(make):
     reported = []
 
     async def scenario():
@@ -184,7 +198,7 @@ def test_a_failure_nobody_waits_for_is_not_reported_as_never_retrieved():
     assert reported == []
 
 
-def test_invalidate_during_a_load_keeps_its_stale_value_out_of_the_cache():
+def test_invalidate_during_a_load_keeps_its_stale_value_out_of_the_cache(make):
     cache = make()
     old, new = GatedLoader("old text"), GatedLoader("new text")
 
@@ -206,7 +220,7 @@ def test_invalidate_during_a_load_keeps_its_stale_value_out_of_the_cache():
     assert (old.calls, new.calls) == (1, 1)
 
 
-def test_a_loader_awaiting_its_own_key_fails_instead_of_hanging():
+def test_a_loader_awaiting_its_own_key_fails_instead_of_hanging(make):
     cache = make()
 
     async def recursive():
@@ -220,7 +234,7 @@ def test_a_loader_awaiting_its_own_key_fails_instead_of_hanging():
     assert cache.pending == 0 and len(cache) == 0
 
 
-def test_an_expired_key_reloads_once_for_concurrent_readers():
+def test_an_expired_key_reloads_once_for_concurrent_readers(make):
     clock = ManualClock()
     cache = make(clock=clock)
     first, second = GatedLoader("v1"), GatedLoader("v2")
@@ -238,7 +252,7 @@ def test_an_expired_key_reloads_once_for_concurrent_readers():
     assert second.calls == 1 and cache.stats.expired == 1
 
 
-def test_ten_thousand_concurrent_misses_one_load():
+def test_ten_thousand_concurrent_misses_one_load(make):
     cache, gate = make(max_pending=1), GatedLoader("summary")
 
     async def scenario():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cachequeue.plots import plot_hit_ratio_vs_ttl, plot_loads_vs_readers
+from cachequeue.course.plots import plot_hit_ratio_vs_ttl, plot_loads_vs_readers
 
 
 def test_loads_vs_readers_draws_one_line_per_cache():

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from cachequeue.clock import ManualClock
-from cachequeue.ttldict import TtlDict
-from cachequeue.workload import (
+from cachequeue.course.ttldict import TtlDict
+from cachequeue.course.workload import (
     CountingCondition,
     GatedLoader,
     loads_for_readers,
@@ -23,9 +23,10 @@ def test_loads_for_readers_is_one_with_coalescing_and_n_without(readers):
     assert asyncio.run(loads_for_readers(readers, coalesce=False)) == readers
 
 
-@pytest.mark.parametrize("readers", [0, -1, 1.5, True, "3"])
-def test_loads_for_readers_refuses_bad_counts(readers):
-    with pytest.raises(ValueError, match="readers"):
+@pytest.mark.parametrize(("readers", "error"), [
+    (0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError), ("3", TypeError)])
+def test_loads_for_readers_refuses_bad_counts(readers, error):
+    with pytest.raises(error, match="readers"):
         asyncio.run(loads_for_readers(readers, coalesce=True))
 
 
@@ -39,10 +40,11 @@ def test_read_trace_is_seeded_sorted_and_skewed():
     assert counts["doc:0"] > 5 * counts["doc:19"]
 
 
-@pytest.mark.parametrize("kwargs", [{"n": 0}, {"n": 5, "keys": 0}, {"n": 5, "rate": 0},
-                                    {"n": 5, "skew": -1}, {"n": True}])
-def test_read_trace_refuses_bad_parameters(kwargs):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(("kwargs", "error"), [
+    ({"n": 0}, ValueError), ({"n": 5, "keys": 0}, ValueError), ({"n": 5, "rate": 0}, ValueError),
+    ({"n": 5, "skew": -1}, ValueError), ({"n": True}, TypeError)])
+def test_read_trace_refuses_bad_parameters(kwargs, error):
+    with pytest.raises(error):
         read_trace(**kwargs)
 
 

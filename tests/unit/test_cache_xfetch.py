@@ -7,9 +7,9 @@ import math
 
 import pytest
 
+from cachequeue.cache.xfetch import EarlyRefreshCache
 from cachequeue.clock import ManualClock
-from cachequeue.workload import GatedLoader
-from cachequeue.xfetch import EarlyRefreshCache
+from cachequeue.course.workload import GatedLoader
 
 
 class FixedRandom:

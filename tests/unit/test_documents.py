@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cachequeue.access import PermissionDenied
-from cachequeue.documents import DocumentStore
+from cachequeue.course.access import PermissionDenied
+from cachequeue.course.documents import DocumentStore
 
 
 @pytest.fixture
@@ -64,7 +64,7 @@ def test_set_visibility_restricts_without_a_new_version(store):
         (lambda s: s.document(99), LookupError, "no document 99"),
         (lambda s: s.body(42, 9), LookupError, "no version 9"),
         (lambda s: s.publish(42, "  "), ValueError, "non-empty"),
-        (lambda s: s.publish(42, None), ValueError, "non-empty"),
+        (lambda s: s.publish(42, None), TypeError, "body must be a str"),
         (lambda s: s.set_role(11, "root"), ValueError, "role must be one of"),
         (lambda s: s.set_visibility(42, "public"), ValueError, "visibility must be one of"),
         (lambda s: s.delete(99), LookupError, "no document 99"),

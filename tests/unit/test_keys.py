@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cachequeue.keys import FIELDS, cache_key, parse_key, private_digest
+from cachequeue.cache.keys import FIELDS, cache_key, parse_key, private_digest
 
 BASE = {"tenant": 1, "document": 42, "version": 3, "viewer": "member"}
 RESERVED = set(FIELDS) | set(FIELDS.values()) | {"private", "p"}

@@ -5,10 +5,10 @@ from datetime import UTC, datetime
 import pytest
 
 from cachequeue import clock as clock_module
+from cachequeue.course.lab import ManualClock, ModelClaim, QueueModel
 from cachequeue.errors import InvalidJob, PayloadTooLarge, UnknownKind
-from cachequeue.jobs import MAX_ERROR_CHARS, MAX_PAYLOAD_BYTES
-from cachequeue.lab import ManualClock, ModelClaim, QueueModel
-from cachequeue.retry import RetryPolicy
+from cachequeue.queue.jobs import MAX_ERROR_CHARS, MAX_PAYLOAD_BYTES
+from cachequeue.queue.retry import RetryPolicy
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def test_idempotency_key_is_per_tenant_and_uses_up_an_id_like_an_identity_column
 
 @pytest.mark.parametrize(("kw", "error"), [
     ({"kind": "nope"}, UnknownKind),
-    ({"kind": 5}, ValueError),
+    ({"kind": 5}, TypeError),
     ({"payload": {"x": object()}}, InvalidJob),
     ({"payload": {"x": float("nan")}}, InvalidJob),
     ({"payload": {"x": (1, 2)}}, InvalidJob),
@@ -59,7 +59,7 @@ def test_idempotency_key_is_per_tenant_and_uses_up_an_id_like_an_identity_column
     ({"run_after": -1}, ValueError),
     ({"run_after": datetime(2026, 1, 1, tzinfo=UTC)}, TypeError),
     ({"deadline": 0}, ValueError),
-    ({"idempotency_key": 5}, ValueError),
+    ({"idempotency_key": 5}, TypeError),
 ])
 def test_bad_submit_raises_and_stores_nothing(model, kw, error):
     with pytest.raises(error):
@@ -225,8 +225,10 @@ def test_error_text_is_bounded_and_readable(model):
     model.fail(b, "x" * (MAX_ERROR_CHARS + 10), permanent=True)
     assert model.job(1).last_error == "ValueError: bad pdf"
     assert len(model.job(2).last_error) == MAX_ERROR_CHARS
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError):
         model.fail(a, "")
+    with pytest.raises(TypeError):
+        model.fail(a, 42)
 
 
 def test_submit_deadline_stops_retries(model, clock):

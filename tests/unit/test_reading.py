@@ -6,19 +6,19 @@ import asyncio
 
 import pytest
 
-from cachequeue.access import Document, PermissionDenied
 from cachequeue.cache import LoadingCache
+from cachequeue.cache.keys import parse_key
 from cachequeue.clock import ManualClock
-from cachequeue.documents import DocumentStore
-from cachequeue.keys import parse_key
-from cachequeue.reading import (
+from cachequeue.course.access import Document, PermissionDenied
+from cachequeue.course.documents import DocumentStore
+from cachequeue.course.reading import (
     Hold,
     SummaryReader,
     document_only_key,
     forget_document,
     versioned_key,
 )
-from cachequeue.summariser import Summariser
+from cachequeue.course.summariser import Summariser
 
 ADMIN, MEMBER = 10, 11
 

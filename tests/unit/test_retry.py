@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from cachequeue.retry import PermanentError, RetryableError, RetryPolicy
+from cachequeue.queue.retry import PermanentError, RetryableError, RetryPolicy
 
 
 def test_ceiling_doubles_from_base_until_the_cap():

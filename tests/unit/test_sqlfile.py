@@ -1,16 +1,15 @@
+from importlib import resources
+
 import pytest
 
 from cachequeue import sqlfile
 
+PARTS = ("cachequeue", "cachequeue.cache", "cachequeue.queue", "cachequeue.course")
 
-def test_parses_named_blocks_with_purpose(tmp_path, monkeypatch):
+
+def test_parses_named_blocks_with_purpose():
     text = "-- name: one\n-- Count things.\nSELECT 1;\n\n-- name: two\nSELECT %(x)s;\n"
-    monkeypatch.setattr(sqlfile, "read", lambda filename: text)
-    sqlfile.load.cache_clear()
-    try:
-        queries = sqlfile.load("fake.sql")
-    finally:
-        sqlfile.load.cache_clear()
+    queries = sqlfile.parse(text)
     assert list(queries) == ["one", "two"]
     assert queries["one"].purpose == "Count things."
     assert queries["one"].sql == "SELECT 1;"
@@ -21,26 +20,34 @@ def test_parses_named_blocks_with_purpose(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("-- name: a\nSELECT 1;\n-- name: a\nSELECT 2;\n", "defined twice"),
-        ("-- name: a\n-- Only a purpose.\n", "empty"),
+        ("-- name: a\nSELECT 1;\n-- name: a\nSELECT 2;\n", "fake.sql: query 'a' is defined twice"),
+        ("-- name: a\n-- Only a purpose.\n", "fake.sql: query 'a' is empty"),
     ],
 )
-def test_rejects_duplicate_and_empty_blocks(monkeypatch, text, message):
-    monkeypatch.setattr(sqlfile, "read", lambda filename: text)
-    sqlfile.load.cache_clear()
-    try:
-        with pytest.raises(ValueError, match=message):
-            sqlfile.load("fake.sql")
-    finally:
-        sqlfile.load.cache_clear()
+def test_rejects_duplicate_and_empty_blocks(text, message):
+    with pytest.raises(ValueError, match=message):
+        sqlfile.parse(text, "fake.sql")
+
+
+def shipped() -> list[tuple[str, str]]:
+    found = []
+    for package in PARTS:
+        folder = resources.files(package).joinpath("sql")
+        if folder.is_dir():
+            found += [(package, p.name) for p in folder.iterdir() if p.name.endswith(".sql")]
+    return sorted(found)
 
 
 def test_every_shipped_query_file_parses():
-    from importlib import resources
+    files = shipped()
+    assert ("cachequeue.queue", "queries.sql") in files
+    assert ("cachequeue", "clock.sql") in files
+    for package, name in files:
+        if "-- name:" in sqlfile.read(package, name):
+            assert sqlfile.load(package, name), name
 
-    files = [p.name for p in resources.files("cachequeue").joinpath("sql").iterdir()
-             if p.name.endswith(".sql")]
-    assert "schema.sql" in files
-    for name in files:
-        if "-- name:" in sqlfile.read(name):
-            assert sqlfile.load(name), name
+
+def test_load_reads_a_file_once():
+    first = sqlfile.load("cachequeue.queue", "queries.sql")
+    assert sqlfile.load("cachequeue.queue", "queries.sql") is first
+    assert "claim" in first

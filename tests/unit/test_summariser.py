@@ -2,7 +2,7 @@ import asyncio
 
 import pytest
 
-from cachequeue.summariser import Summariser, SummariserError, summarise_text
+from cachequeue.course.summariser import Summariser, SummariserError, summarise_text
 
 
 def test_summary_is_deterministic_and_depends_on_text_and_language():
@@ -13,9 +13,10 @@ def test_summary_is_deterministic_and_depends_on_text_and_language():
     assert summarise_text("另一份文档。") != summarise_text(text)
 
 
-@pytest.mark.parametrize("text", ["", "   ", None, 42])
-def test_bad_text_is_refused(text):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(("text", "error"), [
+    ("", ValueError), ("   ", ValueError), (None, TypeError), (42, TypeError)])
+def test_bad_text_is_refused(text, error):
+    with pytest.raises(error):
         summarise_text(text)
 
 
@@ -52,7 +53,8 @@ def test_async_call_shares_the_failure_queue():
     assert asyncio.run(model.asummarise("正文。")).startswith("摘要")
 
 
-@pytest.mark.parametrize("delay", [-1, float("nan"), True, "1"])
-def test_bad_delay_is_refused(delay):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(("delay", "error"), [
+    (-1, ValueError), (float("nan"), ValueError), (True, TypeError), ("1", TypeError)])
+def test_bad_delay_is_refused(delay, error):
+    with pytest.raises(error):
         Summariser(delay=delay)

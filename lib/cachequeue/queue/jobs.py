@@ -1,0 +1,304 @@
+"""The PostgreSQL job queue: submit, claim with a lease, finish, fail, cancel, retry, status.
+
+Every function takes an autocommit connection from `db.connect(schema)` and runs ONE named
+statement of `sql/queries.sql` (submit may need a second, read-only one; a claim made inside
+the caller's own transaction adds two tiny ones): each call is one round trip and one short
+transaction, and no transaction is open while a handler works.
+Times come from the database clock `cq_now()`, so `db.set_clock` steps leases by hand.
+Bad input raises before anything is written (`InvalidJob` and its subclasses, `ValueError`,
+`TypeError`, `ForeignClaim`).
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.pq import TransactionStatus
+from psycopg.rows import dict_row
+
+from .. import sqlfile
+from ..checks import check_bool, check_instance, check_int, check_text
+from ..errors import ForeignClaim, InvalidJob, UnknownKind
+from .limits import (
+    MAX_ERROR_CHARS,
+    MAX_LEASE,
+    MAX_PAYLOAD_BYTES,
+    check_kinds,
+    check_lease,
+    check_when,
+    error_text,
+    to_json,
+)
+from .retry import RetryPolicy
+
+__all__ = [
+    "MAX_ERROR_CHARS", "MAX_LEASE", "MAX_PAYLOAD_BYTES", "Claim", "JobStatus", "audit", "cancel",
+    "claim", "claim_many", "fail", "finish", "finish_many", "heartbeat", "history", "query",
+    "retry", "status", "submit",
+]
+
+
+_QUERIES = sqlfile.load(__package__, "queries.sql")
+
+
+def query(name: str) -> sqlfile.Query:
+    """The named statement of `sql/queries.sql` that this module runs: to read, print or
+    EXPLAIN it. Running it by hand bypasses the checks of the function that owns it."""
+    try:
+        return _QUERIES[name]
+    except KeyError:
+        raise KeyError(f"no query {name!r} in queries.sql; it has {sorted(_QUERIES)}") from None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One attempt at one job, held until `locked_until` (the lease) unless renewed.
+
+    `lease_token` names this attempt; finish/fail/heartbeat succeed only while the job
+    still carries it. `schema` is the schema the job was claimed in.
+    """
+
+    job_id: int
+    tenant_id: int
+    kind: str
+    payload: dict
+    attempt: int
+    lease_token: uuid.UUID
+    locked_until: datetime
+    worker: str | None
+    schema: str
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """A job as the jobs table records it, with its result once done (`output`)."""
+
+    job_id: int
+    kind: str
+    state: str
+    attempts: int
+    max_attempts: int
+    last_error: str | None
+    output: Any | None
+    run_after: datetime
+    created_at: datetime
+    finished_at: datetime | None
+
+
+def _claim_params(conn: psycopg.Connection, claim: Claim) -> dict[str, Any]:
+    check_instance(claim, "claim (from jobs.claim())", Claim)
+    check_instance(claim.lease_token, "claim.lease_token", uuid.UUID)
+    return {"job_id": check_int(claim.job_id, "claim.job_id"), "lease_token": claim.lease_token,
+            "schema": claim.schema}
+
+
+def _run_with_claim(conn: psycopg.Connection, name: str, claim: Claim, params: dict) -> tuple:
+    """Run a statement that checks the lease; raise ForeignClaim if it ran in another schema."""
+    row = conn.execute(_QUERIES[name].sql, params).fetchone()
+    if row[-1] != claim.schema:
+        raise ForeignClaim(
+            f"this Claim was made in schema {claim.schema!r} but the connection uses "
+            f"{row[-1]!r}; nothing was changed"
+        )
+    return row
+
+
+# ------------------------------------------------------------------ the API
+
+
+def submit(conn: psycopg.Connection, *, tenant_id: int, kind: str, payload: dict,
+           idempotency_key: str | None = None, max_attempts: int = 3,
+           run_after: datetime | float | None = None,
+           deadline: datetime | float | None = None) -> int:
+    """Persist a job and return its id; only then may the caller answer "accepted".
+
+    `payload` is a JSON object of at most MAX_PAYLOAD_BYTES. `run_after` and `deadline`
+    are aware datetimes or seconds from now (database clock); `deadline` is when retries
+    stop being scheduled. With `idempotency_key`, a second submit by the same tenant
+    returns the first job's id (also when both race), and the first job's fields win.
+    Raises UnknownKind, PayloadTooLarge, InvalidJob, ValueError or TypeError, writing nothing.
+    """
+    params = {
+        "tenant_id": check_int(tenant_id, "tenant_id"),
+        "kind": check_text(kind, "kind"),
+        "idempotency_key": check_text(idempotency_key, "idempotency_key", optional=True),
+        "max_attempts": check_int(max_attempts, "max_attempts", minimum=1),
+    }
+    if not isinstance(payload, dict):
+        raise InvalidJob(f"payload must be a dict (a JSON object), got {type(payload).__name__}")
+    params["payload"] = to_json(payload, "payload")
+    params["run_after_at"], params["run_after_in"] = check_when(run_after, "run_after", positive=False)
+    params["deadline_at"], params["deadline_in"] = check_when(deadline, "deadline", positive=True)
+    try:
+        row = conn.execute(_QUERIES["submit"].sql, params).fetchone()
+    except psycopg.errors.UntranslatableCharacter as exc:  # e.g. "\u0000" in a JSON string
+        raise InvalidJob(f"payload cannot be stored as jsonb: {exc.diag.message_primary}") from None
+    if row is not None:
+        return row[0]
+    # Nothing inserted: either the kind is unknown or the key is taken (its insert has
+    # committed by now: the unique index made ours wait for it).
+    existing, kind_known = conn.execute(_QUERIES["submitted"].sql, params).fetchone()
+    if not kind_known:
+        raise UnknownKind(f"unknown job kind {kind!r}; known kinds are rows of job_kinds")
+    if existing is None:  # the key's job was deleted between the two statements
+        raise InvalidJob(f"idempotency key {idempotency_key!r} was released concurrently; "
+                         "submit again")
+    return existing
+
+
+def claim_many(conn: psycopg.Connection, limit: int, *, lease: float = 30.0,
+               kinds: Iterable[str] | None = None, worker: str | None = None) -> list[Claim]:
+    """Claim up to `limit` runnable jobs in ONE statement (`FOR UPDATE SKIP LOCKED`).
+
+    Runnable: running with an expired lease and attempts left (taken first), or pending
+    with run_after <= cq_now(). Each claimed job gets state running, attempts + 1, a fresh
+    lease token and locked_until = cq_now() + lease, and an attempt row, in the same
+    statement. Expired leases with no attempts left are failed on the way. An empty list
+    means "nothing claimable now", not "all done". On its own (autocommit) the claim commits
+    without waiting for the disk: lost in a crash, it is an expired lease, and the next
+    finish or fail makes it durable. Inside a caller's transaction nothing changes.
+    """
+    params = {"limit": check_int(limit, "limit", minimum=1), "lease": check_lease(lease),
+              "kinds": check_kinds(kinds), "worker": check_text(worker, "worker", optional=True)}
+    if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
+        rows = conn.execute(_QUERIES["claim"].sql, params).fetchall()
+    else:  # inside the caller's transaction: keep the caller's commit as durable as it was
+        mode = conn.execute(_QUERIES["commit_mode"].sql).fetchone()[0]
+        rows = conn.execute(_QUERIES["claim"].sql, params).fetchall()
+        conn.execute(_QUERIES["set_commit_mode"].sql, {"mode": mode})
+    return [Claim(*row) for row in rows]
+
+
+def claim(conn: psycopg.Connection, *, lease: float = 30.0, kinds: Iterable[str] | None = None,
+          worker: str | None = None) -> Claim | None:
+    """Claim one runnable job (see claim_many), or None when nothing is claimable now."""
+    claims = claim_many(conn, 1, lease=lease, kinds=kinds, worker=worker)
+    return claims[0] if claims else None
+
+
+def heartbeat(conn: psycopg.Connection, claim: Claim, lease: float = 30.0) -> bool:
+    """Extend the lease to cq_now() + lease if this attempt still holds it and it has not
+    expired. False means the lease is lost: stop working and do not publish anything."""
+    params = _claim_params(conn, claim) | {"lease": check_lease(lease)}
+    return _run_with_claim(conn, "heartbeat", claim, params)[0] is not None
+
+
+def finish(conn: psycopg.Connection, claim: Claim, output: Any) -> bool:
+    """Record `output` (JSON, at most MAX_PAYLOAD_BYTES) and mark the job done, in one statement.
+
+    Succeeds only while this attempt holds an unexpired lease on a running job. Returns
+    False, writing nothing, when the lease was lost (expired, reclaimed), the job was
+    cancelled, or the token is not the job's. The result row is unique per job.
+    """
+    params = _claim_params(conn, claim) | {"output": to_json(output, "output")}
+    return _run_with_claim(conn, "finish", claim, params)[0] == 1
+
+
+def finish_many(conn: psycopg.Connection, results: Iterable[tuple[Claim, Any]]) -> list[bool]:
+    """finish() for several (claim, output) pairs in ONE statement; a bool per pair, in order.
+
+    Each pair succeeds or not on its own lease, exactly as finish() would; the results of
+    the successful ones commit together. Fewer commits per job is the point (a worker that
+    claimed ten no-op jobs with claim_many); the price is that an early result waits for
+    the batch. The claims must be distinct jobs of one schema.
+    """
+    pairs = list(results)
+    if not pairs:
+        return []
+    params = [_claim_params(conn, claim) for claim, _ in pairs]
+    schemas = {p["schema"] for p in params}
+    if len(schemas) > 1:
+        raise ForeignClaim(f"claims from several schemas {sorted(schemas)}; nothing was changed")
+    job_ids = [p["job_id"] for p in params]
+    if len(set(job_ids)) != len(job_ids):
+        raise ValueError("each job may appear once in finish_many()")
+    first = pairs[0][0]
+    row = _run_with_claim(conn, "finish_many", first, {
+        "job_ids": job_ids, "lease_tokens": [p["lease_token"] for p in params],
+        "outputs": [to_json(output, "output") for _, output in pairs], "schema": first.schema})
+    finished = set(row[0])
+    return [job_id in finished for job_id in job_ids]
+
+
+def fail(conn: psycopg.Connection, claim: Claim, error: BaseException | str, *,
+         permanent: bool = False, policy: RetryPolicy | None = None,
+         rng: random.Random | None = None) -> str | None:
+    """Record `error` for this attempt and decide what happens next; return the new state.
+
+    'failed' when `permanent`, when the attempts are used up (the job's max_attempts, or
+    the smaller of that and policy.max_attempts when a policy is given), or when the retry
+    would start after the deadline (the job's, or created_at + policy.deadline); otherwise
+    'pending' with run_after = cq_now() + policy.delay(attempt, rng). Without a policy the
+    delays are those of RetryPolicy() and only the job's own limits apply. None when the
+    lease was lost (nothing written). The error text is kept, cut to MAX_ERROR_CHARS.
+    """
+    if policy is not None:
+        check_instance(policy, "policy", RetryPolicy)
+    limits = policy  # None: the job's own max_attempts and deadline decide alone
+    policy = RetryPolicy() if policy is None else policy
+    check_bool(permanent, "permanent")
+    params = _claim_params(conn, claim) | {
+        "error": error_text(error),
+        "permanent": permanent,
+        "policy_max_attempts": None if limits is None else limits.max_attempts,
+        "policy_deadline": None if limits is None else limits.deadline,
+        "delay": policy.delay(check_int(claim.attempt, "claim.attempt", minimum=1), rng),
+    }
+    return _run_with_claim(conn, "fail", claim, params)[0]
+
+
+def cancel(conn: psycopg.Connection, *, tenant_id: int, job_id: int, actor: str,
+           reason: str) -> bool:
+    """Cancel a pending or running job of this tenant, with an audit row; True if it was.
+
+    A running holder is not interrupted, but its later finish/fail/heartbeat return
+    False/None. False for a finished, missing or other tenant's job.
+    """
+    params = {"tenant_id": check_int(tenant_id, "tenant_id"), "job_id": check_int(job_id, "job_id"),
+              "actor": check_text(actor, "actor"), "reason": check_text(reason, "reason", limit=1000)}
+    return conn.execute(_QUERIES["cancel"].sql, params).fetchone()[0] == 1
+
+
+def retry(conn: psycopg.Connection, *, tenant_id: int, job_id: int, actor: str, reason: str,
+          attempts: int | None = None) -> bool:
+    """Manually put a failed job back to pending, audited (actor, reason, time, attempts so far).
+
+    The job id (business id) stays; attempt numbers continue, and each new attempt gets a
+    new lease token. The job gets `attempts` more tries (default: as many as it was
+    submitted with). Returns False, writing nothing, unless the job is this tenant's and failed.
+    """
+    params = {"tenant_id": check_int(tenant_id, "tenant_id"), "job_id": check_int(job_id, "job_id"),
+              "actor": check_text(actor, "actor"), "reason": check_text(reason, "reason", limit=1000),
+              "attempts": None if attempts is None else check_int(attempts, "attempts", minimum=1)}
+    return conn.execute(_QUERIES["retry"].sql, params).fetchone()[0] == 1
+
+
+def status(conn: psycopg.Connection, *, tenant_id: int, job_id: int) -> JobStatus | None:
+    """The job as the jobs table says, or None when it is missing OR another tenant's:
+    the two cases are indistinguishable on purpose (no existence leak)."""
+    params = {"tenant_id": check_int(tenant_id, "tenant_id"), "job_id": check_int(job_id, "job_id")}
+    row = conn.execute(_QUERIES["status"].sql, params).fetchone()
+    return None if row is None else JobStatus(*row)
+
+
+def _rows(conn: psycopg.Connection, name: str, job_id: int | None) -> list[dict]:
+    params = {"job_id": None if job_id is None else check_int(job_id, "job_id")}
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(_QUERIES[name].sql, params).fetchall()
+
+
+def history(conn: psycopg.Connection, job_id: int | None = None) -> list[dict]:
+    """Attempt rows (job_id, attempt, lease_token, worker, started_at, finished_at, outcome,
+    error), ordered by job and attempt; of one job, or of every job when job_id is None."""
+    return _rows(conn, "history", job_id)
+
+
+def audit(conn: psycopg.Connection, job_id: int | None = None) -> list[dict]:
+    """Audit rows (id, job_id, tenant_id, actor, action, reason, at, detail), oldest first."""
+    return _rows(conn, "audit", job_id)

@@ -1,0 +1,339 @@
+-- The queue's queries, loaded by cachequeue.sqlfile.load("queries.sql") and run by
+-- cachequeue.jobs. Each block is one statement, so each is one round trip and, on an
+-- autocommit connection, one short transaction. Data-modifying CTEs let a statement change
+-- several tables at once (the job, its attempt row, its result, its audit row).
+--
+-- `clock` is the statement's single instant: cq_now() read once, so the lease start, the
+-- lease end and the attempt row all agree. Statements that take a Claim also check
+-- `current_schema() = %(schema)s` and return current_schema(), so a Claim used on a
+-- connection to another schema writes nothing and the caller can say why.
+
+-- name: submit
+-- Persist a new job of a known kind; with an idempotency key already used, insert nothing.
+INSERT INTO jobs (tenant_id, kind, payload, idempotency_key, max_attempts, run_after, deadline)
+SELECT %(tenant_id)s, k.kind, %(payload)s::jsonb, %(idempotency_key)s::text, %(max_attempts)s,
+       coalesce(%(run_after_at)s::timestamptz,
+                cq_now() + coalesce(%(run_after_in)s::float8, 0) * interval '1 second'),
+       coalesce(%(deadline_at)s::timestamptz,
+                cq_now() + %(deadline_in)s::float8 * interval '1 second')
+FROM job_kinds k
+WHERE k.kind = %(kind)s
+ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING id;
+
+-- name: submitted
+-- After an insert that returned nothing: the job already holding the key, and whether the kind exists.
+SELECT (SELECT id FROM jobs
+        WHERE tenant_id = %(tenant_id)s AND idempotency_key = %(idempotency_key)s::text) AS job_id,
+       EXISTS (SELECT 1 FROM job_kinds WHERE kind = %(kind)s) AS kind_known;
+
+-- name: claim
+-- Claim up to %(limit)s runnable jobs (expired leases first, then due pending jobs) and open an attempt row for each.
+-- Plan stability: the limit is read through a sub-select and rows are matched with
+-- `= ANY (ARRAY(...))`, so the plan is the same (index scans only) whatever the limit and
+-- the table size, and PostgreSQL keeps one cached plan instead of planning every call.
+WITH clock AS MATERIALIZED (
+    SELECT cq_now() AS now,
+           -- A claim lost in a server crash is the same as an expired lease: the job is
+           -- claimable again. So the claim's commit need not wait for the disk; the next
+           -- durable commit (finish, fail) flushes it along with its own. Local to this
+           -- transaction; jobs.claim_many() restores it inside a caller's transaction.
+           set_config('synchronous_commit', 'off', true) AS commit_mode
+),
+-- Expired leases with no attempts left are failed here, never run again. Bounded per call.
+exhausted AS (
+    SELECT id, lease_token AS old_token, locked_until AS old_until
+    FROM jobs
+    WHERE state = 'running' AND locked_until <= (SELECT now FROM clock)
+      AND attempts >= max_attempts
+    ORDER BY locked_until, id
+    LIMIT 100
+    FOR UPDATE SKIP LOCKED
+),
+gave_up AS (
+    UPDATE jobs j
+    SET state = 'failed', finished_at = (SELECT now FROM clock),
+        last_error = 'lease expired on the last attempt (' || j.attempts || ' of '
+                     || j.max_attempts || ')',
+        lease_token = NULL, locked_until = NULL, locked_by = NULL
+    WHERE j.id = ANY (ARRAY(SELECT id FROM exhausted))
+),
+-- Served by the partial index jobs_lease_expiry: only running rows, oldest expiry first.
+expired AS (
+    SELECT id, lease_token AS old_token, locked_until AS old_until
+    FROM jobs
+    WHERE state = 'running' AND locked_until <= (SELECT now FROM clock)
+      AND attempts < max_attempts
+      AND (%(kinds)s::text[] IS NULL OR kind = ANY (%(kinds)s::text[]))
+    ORDER BY locked_until, id
+    LIMIT (SELECT %(limit)s::integer)
+    FOR UPDATE SKIP LOCKED
+),
+-- Served by the partial index jobs_runnable: only pending rows, earliest run_after first.
+-- SKIP LOCKED passes over rows another claim holds; the WHERE clause is re-checked on
+-- the newest version of each row it locks, so a job claimed meanwhile is never taken twice.
+fresh AS (
+    SELECT id, NULL::uuid AS old_token, NULL::timestamptz AS old_until
+    FROM jobs
+    WHERE state = 'pending' AND run_after <= (SELECT now FROM clock)
+      AND (%(kinds)s::text[] IS NULL OR kind = ANY (%(kinds)s::text[]))
+    ORDER BY run_after, id
+    LIMIT (SELECT %(limit)s::integer)
+    FOR UPDATE SKIP LOCKED
+),
+-- CTEs are read lazily: fresh is only read (and its rows only locked) for the places
+-- that expired leases did not fill.
+picked AS (
+    SELECT * FROM expired
+    UNION ALL
+    SELECT * FROM fresh
+    LIMIT (SELECT %(limit)s::integer)
+),
+claimed AS (
+    UPDATE jobs j
+    SET state = 'running', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
+        locked_until = (SELECT now FROM clock) + %(lease)s::float8 * interval '1 second',
+        locked_by = %(worker)s::text
+    WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
+    RETURNING j.id, j.tenant_id, j.kind, j.payload, j.attempts, j.lease_token,
+              j.locked_until, j.locked_by
+),
+-- The previous holder's attempt ends when its lease did.
+ended AS (
+    SELECT old_token, old_until FROM picked WHERE old_token IS NOT NULL
+    UNION ALL
+    SELECT old_token, old_until FROM exhausted
+),
+closed AS (
+    UPDATE job_attempts a
+    SET finished_at = (SELECT old_until FROM ended WHERE old_token = a.lease_token),
+        outcome = 'expired', error = 'lease expired'
+    WHERE a.lease_token = ANY (ARRAY(SELECT old_token FROM ended))
+),
+opened AS (
+    INSERT INTO job_attempts (job_id, attempt, lease_token, worker, started_at)
+    SELECT id, attempts, lease_token, locked_by, (SELECT now FROM clock)
+    FROM claimed
+)
+SELECT id AS job_id, tenant_id, kind, payload, attempts AS attempt, lease_token,
+       locked_until, locked_by AS worker, current_schema() AS schema
+FROM claimed
+ORDER BY id;
+
+-- name: commit_mode
+-- The session's synchronous_commit, read before a claim inside a caller's transaction.
+SELECT current_setting('synchronous_commit');
+
+-- name: set_commit_mode
+-- Put synchronous_commit back for the rest of the caller's transaction (the claim turned it off).
+SELECT set_config('synchronous_commit', %(mode)s, true);
+
+-- name: heartbeat
+-- Extend a lease that is still held and unexpired; report the schema the check ran in.
+WITH renewed AS (
+    UPDATE jobs
+    SET locked_until = cq_now() + %(lease)s::float8 * interval '1 second'
+    WHERE id = %(job_id)s AND lease_token = %(lease_token)s AND state = 'running'
+      AND locked_until > cq_now() AND current_schema() = %(schema)s
+    RETURNING locked_until
+)
+SELECT (SELECT locked_until FROM renewed) AS locked_until, current_schema() AS schema;
+
+-- name: finish
+-- If the lease is still held and unexpired: store the result once, mark the job done, close the attempt.
+WITH clock AS MATERIALIZED (
+    SELECT cq_now() AS now
+),
+owned AS (
+    UPDATE jobs
+    SET state = 'done', finished_at = (SELECT now FROM clock),
+        lease_token = NULL, locked_until = NULL, locked_by = NULL
+    WHERE id = %(job_id)s AND lease_token = %(lease_token)s AND state = 'running'
+      AND locked_until > (SELECT now FROM clock) AND current_schema() = %(schema)s
+    RETURNING id, tenant_id
+),
+stored AS (
+    INSERT INTO job_results (job_id, tenant_id, output, lease_token, created_at)
+    SELECT id, tenant_id, %(output)s::jsonb, %(lease_token)s, (SELECT now FROM clock)
+    FROM owned
+    ON CONFLICT (job_id) DO NOTHING
+),
+closed AS (
+    UPDATE job_attempts
+    SET finished_at = (SELECT now FROM clock), outcome = 'done'
+    WHERE lease_token = %(lease_token)s AND job_id IN (SELECT id FROM owned)
+)
+SELECT (SELECT count(*) FROM owned) AS finished, current_schema() AS schema;
+
+-- name: finish_many
+-- finish for several claims at once: each job whose lease is still held gets its result and is done.
+WITH clock AS MATERIALIZED (
+    SELECT cq_now() AS now
+),
+given AS (
+    SELECT *
+    FROM unnest(%(job_ids)s::bigint[], %(lease_tokens)s::uuid[], %(outputs)s::text[]::jsonb[])
+         AS g (job_id, lease_token, output)
+),
+owned AS (
+    UPDATE jobs j
+    SET state = 'done', finished_at = (SELECT now FROM clock),
+        lease_token = NULL, locked_until = NULL, locked_by = NULL
+    FROM given g
+    WHERE j.id = g.job_id AND j.lease_token = g.lease_token AND j.state = 'running'
+      AND j.locked_until > (SELECT now FROM clock) AND current_schema() = %(schema)s
+    RETURNING j.id, j.tenant_id, g.lease_token, g.output
+),
+stored AS (
+    INSERT INTO job_results (job_id, tenant_id, output, lease_token, created_at)
+    SELECT id, tenant_id, output, lease_token, (SELECT now FROM clock)
+    FROM owned
+    ON CONFLICT (job_id) DO NOTHING
+),
+closed AS (
+    UPDATE job_attempts a
+    SET finished_at = (SELECT now FROM clock), outcome = 'done'
+    FROM owned o
+    WHERE a.lease_token = o.lease_token
+)
+SELECT coalesce((SELECT array_agg(id) FROM owned), '{}') AS finished,
+       current_schema() AS schema;
+
+-- name: fail
+-- If the lease is still held: record the error, then schedule a retry or fail the job for good.
+WITH clock AS MATERIALIZED (
+    SELECT cq_now() AS now
+),
+held AS (
+    SELECT id, attempts, max_attempts,
+           least(deadline, created_at + %(policy_deadline)s::float8 * interval '1 second')
+               AS give_up_after
+    FROM jobs
+    WHERE id = %(job_id)s AND lease_token = %(lease_token)s AND state = 'running'
+      AND locked_until > (SELECT now FROM clock) AND current_schema() = %(schema)s
+    FOR UPDATE
+),
+-- Failed when the error is permanent, the attempts are used up (the smaller of the job's
+-- and the policy's cap), or the retry would start after the deadline.
+decided AS (
+    SELECT id, next_run,
+           CASE WHEN %(permanent)s::boolean
+                  OR attempts >= least(max_attempts, %(policy_max_attempts)s::integer)
+                  OR next_run > give_up_after
+                THEN 'failed' ELSE 'pending' END::job_state AS state
+    FROM (SELECT *, (SELECT now FROM clock) + %(delay)s::float8 * interval '1 second'
+                        AS next_run
+          FROM held) h
+),
+moved AS (
+    UPDATE jobs j
+    SET state = d.state,
+        run_after = CASE WHEN d.state = 'pending' THEN d.next_run ELSE j.run_after END,
+        finished_at = CASE WHEN d.state = 'failed' THEN (SELECT now FROM clock) END,
+        last_error = %(error)s::text,
+        lease_token = NULL, locked_until = NULL, locked_by = NULL
+    FROM decided d
+    WHERE j.id = d.id
+    RETURNING j.state
+),
+closed AS (
+    UPDATE job_attempts a
+    SET finished_at = (SELECT now FROM clock),
+        outcome = CASE WHEN d.state = 'failed' THEN 'failed' ELSE 'retry' END,
+        error = %(error)s::text
+    FROM decided d
+    WHERE a.job_id = d.id AND a.lease_token = %(lease_token)s
+)
+SELECT (SELECT state::text FROM moved) AS state, current_schema() AS schema;
+
+-- name: cancel
+-- Cancel a pending or running job of this tenant, close its open attempt, and audit who and why.
+WITH clock AS MATERIALIZED (
+    SELECT cq_now() AS now
+),
+target AS (
+    SELECT id, tenant_id, state, attempts, lease_token AS old_token
+    FROM jobs
+    WHERE id = %(job_id)s AND tenant_id = %(tenant_id)s AND state IN ('pending', 'running')
+    FOR UPDATE
+),
+moved AS (
+    UPDATE jobs j
+    SET state = 'cancelled', finished_at = (SELECT now FROM clock),
+        lease_token = NULL, locked_until = NULL, locked_by = NULL
+    FROM target t
+    WHERE j.id = t.id
+    RETURNING j.id
+),
+closed AS (
+    UPDATE job_attempts a
+    SET finished_at = (SELECT now FROM clock), outcome = 'cancelled', error = %(reason)s::text
+    FROM target t
+    WHERE a.lease_token = t.old_token
+),
+audited AS (
+    INSERT INTO job_audit (job_id, tenant_id, actor, action, reason, at, detail)
+    SELECT id, tenant_id, %(actor)s, 'cancel', %(reason)s, (SELECT now FROM clock),
+           jsonb_build_object('previous_state', state::text, 'attempts', attempts)
+    FROM target
+)
+SELECT count(*) AS cancelled FROM moved;
+
+-- name: retry
+-- Put a failed job of this tenant back to pending with a fresh attempt budget; same job id, audited.
+WITH clock AS MATERIALIZED (
+    SELECT cq_now() AS now
+),
+target AS (
+    SELECT id, tenant_id, attempts, max_attempts, last_error,
+           -- A fresh budget is the number of attempts the job was submitted with: its
+           -- max_attempts before the first manual retry, as recorded by that retry.
+           coalesce(%(attempts)s::integer,
+                    (SELECT (a.detail ->> 'added_attempts')::integer FROM job_audit a
+                     WHERE a.job_id = jobs.id AND a.action = 'retry'
+                     ORDER BY a.id LIMIT 1),
+                    max_attempts) AS added
+    FROM jobs
+    WHERE id = %(job_id)s AND tenant_id = %(tenant_id)s AND state = 'failed'
+    FOR UPDATE
+),
+moved AS (
+    UPDATE jobs j
+    SET state = 'pending', max_attempts = t.attempts + t.added,
+        run_after = (SELECT now FROM clock), finished_at = NULL
+    FROM target t
+    WHERE j.id = t.id
+    RETURNING j.id
+),
+audited AS (
+    INSERT INTO job_audit (job_id, tenant_id, actor, action, reason, at, detail)
+    SELECT id, tenant_id, %(actor)s, 'retry', %(reason)s, (SELECT now FROM clock),
+           jsonb_build_object('previous_attempts', attempts,
+                              'previous_max_attempts', max_attempts,
+                              'added_attempts', added,
+                              'last_error', last_error)
+    FROM target
+)
+SELECT count(*) AS retried FROM moved;
+
+-- name: status
+-- One job of one tenant, read from the jobs table (the source of truth) with its result.
+SELECT j.id AS job_id, j.kind, j.state::text AS state, j.attempts, j.max_attempts,
+       j.last_error, r.output, j.run_after, j.created_at, j.finished_at
+FROM jobs j
+LEFT JOIN job_results r ON r.job_id = j.id
+WHERE j.id = %(job_id)s AND j.tenant_id = %(tenant_id)s;
+
+-- name: history
+-- The attempt rows (of one job, or of all jobs), in order.
+SELECT job_id, attempt, lease_token, worker, started_at, finished_at, outcome, error
+FROM job_attempts
+WHERE %(job_id)s::bigint IS NULL OR job_id = %(job_id)s::bigint
+ORDER BY job_id, attempt;
+
+-- name: audit
+-- The audit rows (of one job, or of all jobs), in order.
+SELECT id, job_id, tenant_id, actor, action, reason, at, detail
+FROM job_audit
+WHERE %(job_id)s::bigint IS NULL OR job_id = %(job_id)s::bigint
+ORDER BY id;

@@ -1,0 +1,40 @@
+"""Integration tests run against a real PostgreSQL (DATABASE_URL, else the embedded server).
+
+Every test here is marked `db`, so `pytest -m "not db"` runs only the pure tests. Each test
+that asks for `schema` or `conn` gets its own freshly built schema, dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from cachequeue import db
+
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if Path(str(item.fspath)).resolve().is_relative_to(HERE):
+            item.add_marker(pytest.mark.db)
+
+
+@pytest.fixture
+def schema(database_url) -> str:
+    """A unique schema name, created with the course schema and dropped after the test."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with db.connect() as conn:
+        db.reset_schema(conn, name)
+    yield name
+    with db.connect() as conn:
+        db.drop_schema(conn, name)
+
+
+@pytest.fixture
+def conn(schema):
+    """An autocommit connection whose search_path is the test's schema."""
+    with db.connect(schema) as connection:
+        yield connection
