@@ -2,13 +2,16 @@
 
 Its parts, and the one rule between them (tests/unit/test_layout.py enforces it):
 
-    cachequeue/            the ground floor: errors, clock, checks, db, embedded, sqlfile
+    cachequeue/            the ground floor: errors, clock, checks, db, embedded,
+                           embedded_redis, sqlfile
         cache/             the in-process loading cache and cache keys      (production-shaped)
         queue/             the PostgreSQL job queue and its worker          (production-shaped)
+        shared/            Redis: lock with fencing tokens, shared cache    (production-shaped)
         course/            teaching apparatus: sample app, probes, models, DataFrames, plots
 
 The ground floor imports no part. `cache` and `queue` import only the ground floor: never
-each other, never `course`. `course` may import anything. Every part keeps its SQL in
+each other, never `course`. `shared` imports the ground floor and `cache`, never `queue`
+or `course`. `course` may import anything. Every part keeps its SQL in
 `sql/*.sql` files beside its modules.
 """
 

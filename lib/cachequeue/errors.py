@@ -7,6 +7,7 @@ __all__ = [
     "ForeignClaim",
     "InvalidJob",
     "PayloadTooLarge",
+    "RedisUnavailable",
     "UnknownKind",
 ]
 
@@ -21,6 +22,10 @@ class ConfigurationError(CacheQueueError, ValueError):
 
 class DatabaseUnavailable(CacheQueueError):
     """PostgreSQL could not be reached; the message says where we looked and what to do."""
+
+
+class RedisUnavailable(CacheQueueError):
+    """Redis could not be reached or started; the message says where we looked and what to do."""
 
 
 class InvalidJob(CacheQueueError, ValueError):

@@ -38,3 +38,25 @@ def conn(schema):
     """An autocommit connection whose search_path is the test's schema."""
     with db.connect(schema) as connection:
         yield connection
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """REDIS_URL, else the embedded Redis (started once)."""
+    from cachequeue import embedded_redis
+
+    return embedded_redis.redis_url()
+
+
+@pytest.fixture
+def keyspace(redis_url):
+    """(client, namespace): a sync Redis client and a unique key prefix, cleared afterwards.
+    Tests never flush a database: CI's second leg shares database 0 with nobody, but a
+    developer's REDIS_URL may point at one that holds other data."""
+    from cachequeue import shared
+
+    client = shared.connect(redis_url)
+    prefix = shared.namespace(f"t_{uuid.uuid4().hex[:12]}")
+    yield client, prefix
+    shared.clear(client, prefix)
+    client.close()

@@ -6,7 +6,9 @@
   chapter's right and wrong variants), `data` (the sample CSVs, shipped as package data);
 - probes of what goes wrong: `naive` (read-then-update claims, SKIP LOCKED in a report),
   `timers` (in-process timers die with their process), `ttldict` (a TTL-only map),
-  `workload` (gated loaders, read traces), `plans` (bulk rows, EXPLAIN, scans);
+  `workload` (gated loaders, read traces), `plans` (bulk rows, EXPLAIN, scans),
+  `redislab` (a Redis key's real expiry, a write without fencing, hit costs),
+  `sharedreaders` (reader processes that miss one key of the shared cache at once);
 - models and views: `lab` (the queue as an in-memory state machine on a manual clock),
   `lockstep` (one operation sequence replayed on the model and on PostgreSQL), `frames`
   (queue state as pandas DataFrames), `plots` (the notebooks' figures).
@@ -26,6 +28,8 @@ __all__ = [
     "plans",
     "plots",
     "reading",
+    "redislab",
+    "sharedreaders",
     "summariser",
     "timers",
     "ttldict",

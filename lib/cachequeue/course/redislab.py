@@ -1,0 +1,103 @@
+"""Chapter 09's probes around Redis: waiting out an expiry, a write without fencing, hit costs.
+
+- `wait_until_expired` waits, bounded, until Redis has expired a key: the notebook lets a
+  lock run out for real instead of deleting it by hand.
+- `unfenced_write` is the write a lock without fencing tokens relies on: last writer wins
+  (`sql/redislab.sql`), to set beside `cachequeue.shared.fenced_write`.
+- `hit_costs` times a hit of the in-process `LoadingCache` beside a hit of the Redis-backed
+  `SharedCache`, and the two parts of the latter (the round trip, the JSON decoding).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from typing import Any
+
+import psycopg
+import redis
+from psycopg.types.json import Jsonb
+
+from .. import sqlfile
+from ..cache import LoadingCache
+from ..checks import check_int, check_seconds, check_text
+from ..shared import SharedCache
+
+__all__ = ["hit_costs", "query", "unfenced_write", "wait_until_expired"]
+
+
+def query(name: str) -> sqlfile.Query:
+    """A named statement of `sql/redislab.sql`."""
+    return sqlfile.load(__package__, "redislab.sql")[name]
+
+
+def wait_until_expired(client: redis.Redis, key: str, *, timeout: float = 5.0) -> float:
+    """Wait until `key` no longer exists (Redis expired it); return the seconds waited.
+
+    Polls every millisecond; TimeoutError if the key still exists after `timeout` seconds
+    (a key without a TTL never expires, so this never waits forever)."""
+    check_text(key, "key", limit=1000)
+    timeout = check_seconds(timeout, "timeout")
+    start = time.monotonic()
+    while client.exists(key):
+        if time.monotonic() - start > timeout:
+            raise TimeoutError(f"{key!r} still exists after {timeout:g} s (PTTL {client.pttl(key)})")
+        time.sleep(0.001)
+    return time.monotonic() - start
+
+
+def unfenced_write(conn: psycopg.Connection, resource: str, fence: int, value: Any) -> None:
+    """Store `value` for `resource` whatever fence wrote it before (deliberately unsafe)."""
+    check_text(resource, "resource")
+    check_int(fence, "fence", minimum=1)
+    conn.execute(query("unfenced_write").sql,
+                 {"resource": resource, "fence": fence, "value": Jsonb(value)})
+
+
+async def _time_calls(call, n: int) -> float:
+    start = time.perf_counter()
+    for _ in range(n):
+        await call()
+    return (time.perf_counter() - start) / n * 1e6
+
+
+async def hit_costs(local: LoadingCache, shared: SharedCache, key: str, value: Any, *,
+                    hits: int = 2000, repetitions: int = 5) -> dict[str, Any]:
+    """Median microseconds per hit, in interleaved repetitions (A B C D A B C D ...):
+
+    local: `LoadingCache.get_or_load` of a warm key; shared: `SharedCache.get_or_load` of a
+    warm key (network round trip, JSON decoding, the in-process bookkeeping); redis_get:
+    the bare `GET` of the same key on the same client; json_loads: decoding its text.
+    Both caches are warmed with `value` first (a load each). Returns the medians, every
+    sample, and shared / local.
+    """
+    check_int(hits, "hits", minimum=1)
+    check_int(repetitions, "repetitions", minimum=1)
+
+    async def load():
+        return value
+
+    await local.get_or_load(key, load, ttl=30)
+    await shared.get_or_load(key, load, ttl=30)
+    raw = shared.client  # the same connection pool the shared hit uses
+    text = await raw.get(shared.value_key(key))
+    if text is None:
+        raise RuntimeError(f"{key!r} was not stored in Redis")
+
+    async def decode():
+        json.loads(text)
+
+    contenders = {
+        "local": lambda: local.get_or_load(key, load, ttl=30),
+        "shared": lambda: shared.get_or_load(key, load, ttl=30),
+        "redis_get": lambda: raw.get(shared.value_key(key)),
+        "json_loads": decode,
+    }
+    samples: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(repetitions):
+        for name, call in contenders.items():
+            samples[name].append(await _time_calls(call, hits))
+    median = {name: statistics.median(values) for name, values in samples.items()}
+    return {"us_median": median, "us_all": samples, "hits": hits, "repetitions": repetitions,
+            "ratio_shared_to_local": median["shared"] / median["local"]}
