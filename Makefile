@@ -19,7 +19,7 @@ help:
 	@echo "make execute  re-run notebooks top to bottom in place (NB=notebooks/01_x.ipynb for one)"
 	@echo "make student  write student copies to build/student/"
 	@echo "make bench    run the benchmarks in bench/ (JSON on stdout; about 12 minutes)"
-	@echo "make db-stop  stop the embedded PostgreSQL"
+	@echo "make db-stop  stop the embedded PostgreSQL and the embedded Redis"
 
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
@@ -44,6 +44,7 @@ db: $(STAMP)
 
 db-stop: $(STAMP)
 	@$(BIN)/python -m cachequeue.embedded stop
+	@$(BIN)/python -m cachequeue.embedded_redis stop
 
 lab: db
 	@echo "JupyterLab on notebooks/ (Ctrl-C to stop; the database keeps running, make db-stop stops it)"

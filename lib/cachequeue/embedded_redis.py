@@ -78,8 +78,8 @@ class Server:
 
     `start()` is idempotent and safe from several processes at once; `stop()` shuts the
     server down and waits until its process is gone. As a context manager it starts on
-    entry and stops on exit. `Server.private()` makes one in a fresh temporary folder that
-    is removed on exit.
+    entry and stops on exit (`close()`). `Server.private()` makes one in a fresh temporary
+    folder that `close()` removes.
     """
 
     def __init__(self, folder: str | os.PathLike) -> None:
@@ -211,12 +211,16 @@ class Server:
         self.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def close(self) -> None:
+        """Stop the server (thawing it first if frozen); remove the folder of a private one."""
         with contextlib.suppress(RedisUnavailable):
             self.thaw()  # a frozen server could not shut down
         self.stop()
         if self._temporary:
             shutil.rmtree(self.folder, ignore_errors=True)
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return f"Server({str(self.folder)!r})"

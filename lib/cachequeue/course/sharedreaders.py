@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 
-from ..checks import check_int, check_seconds
+from ..checks import check_int, check_seconds, check_text
 from .summariser import summarise_text
 
 __all__ = ["main", "run"]
@@ -42,16 +42,18 @@ def _line(proc: subprocess.Popen, deadline: float) -> dict:
     return json.loads(line)
 
 
-def run(url: str, namespace: str, key: str, *, processes: int = 2, readers: int = 5,
-        timeout: float = 60.0) -> list[dict]:
+def run(url: str, namespace: str, key: str, *, text: str = TEXT, processes: int = 2,
+        readers: int = 5, timeout: float = 60.0) -> list[dict]:
     """Start `processes` reader processes of `readers` concurrent lookups each, release the
     load once all of them are ready, and return one dict per process (in start order):
-    its role ("loading" or "waiting"), the values its readers got, and its SharedStats."""
+    its role ("loading" or "waiting"), the values its readers got, and its SharedStats.
+    The loader's value is `{"summary": summarise_text(text)}`."""
     check_int(processes, "processes", minimum=1, maximum=16)
     check_int(readers, "readers", minimum=1, maximum=10_000)
     deadline = time.monotonic() + check_seconds(timeout, "timeout")
     cmd = [sys.executable, "-m", "cachequeue.course.sharedreaders", "--url", url,
-           "--namespace", namespace, "--key", key, "--readers", str(readers)]
+           "--namespace", namespace, "--key", key, "--readers", str(readers),
+           "--text", check_text(text, "text", limit=10_000)]
     procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
              for _ in range(processes)]
     try:
@@ -71,7 +73,7 @@ def run(url: str, namespace: str, key: str, *, processes: int = 2, readers: int 
             for role, d in zip(roles, done, strict=True)]
 
 
-async def _read(url: str, namespace: str, key: str, readers: int) -> dict:
+async def _read(url: str, namespace: str, key: str, readers: int, text: str) -> dict:
     from ..shared import SharedCache, connect
 
     client = connect(url, asynchronous=True)
@@ -79,7 +81,7 @@ async def _read(url: str, namespace: str, key: str, readers: int) -> dict:
 
     async def load():
         await asyncio.to_thread(sys.stdin.readline)  # held open until the parent says go
-        return {"summary": summarise_text(TEXT)}
+        return {"summary": summarise_text(text)}
 
     lookups = [asyncio.create_task(cache.get_or_load(key, load, ttl=60)) for _ in range(readers)]
     while cache.stats.loads + cache.stats.waits == 0:  # this process's own counters
@@ -99,8 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--namespace", required=True)
     parser.add_argument("--key", required=True)
     parser.add_argument("--readers", type=int, default=5)
+    parser.add_argument("--text", default=TEXT)
     args = parser.parse_args(argv)
-    result = asyncio.run(_read(args.url, args.namespace, args.key, args.readers))
+    result = asyncio.run(_read(args.url, args.namespace, args.key, args.readers, args.text))
     print(json.dumps(result, ensure_ascii=False), flush=True)
     return 0
 
