@@ -23,6 +23,9 @@ for package, filename in db.SCHEMA_FILES:
 from cachequeue.queue import jobs
 from cachequeue.course import naive, plans, frames, lockstep
 assert "FOR UPDATE SKIP LOCKED" in jobs.query("claim").sql
+from cachequeue.shared import fencing
+assert "fenced_resources" in sqlfile.read("cachequeue.shared", "fencing.sql")
+assert "excluded.fence" in fencing.query("fenced_write").sql
 assert [len(data.rows(t)) for t in data.TABLES] == [2, 5, 5, 9]
 print("ok")
 """

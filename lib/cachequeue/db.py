@@ -34,13 +34,11 @@ __all__ = [
 
 # Applied in this order by reset_schema(); each file owns one concern.
 # (package, file under its sql/), applied in this order. This is the one place that composes
-# a chapter's schema from the parts: the database clock, the course's sample domain, the queue,
-# the fencing table of the shared part.
+# a chapter's schema from the parts: the database clock, the course's sample domain, the queue.
 SCHEMA_FILES = (
     ("cachequeue", "clock.sql"),
     ("cachequeue.course", "sample.sql"),
     ("cachequeue.queue", "queue.sql"),
-    ("cachequeue.shared", "fencing.sql"),
 )
 
 _QUERIES = sqlfile.load("cachequeue", "db.sql")

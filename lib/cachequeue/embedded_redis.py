@@ -269,28 +269,31 @@ def redis_url() -> str:
     return url
 
 
+def _status() -> str:
+    url = running_url()
+    return f"running: {url}" if url else f"not running (folder {data_dir()})"
+
+
+_COMMANDS = {
+    "start": start,
+    "stop": lambda: "stopped" if stop() else "not running",
+    "status": _status,
+    "url": lambda: running_url() or "",
+}
+
+
 def _main(argv: list[str]) -> int:
     action = argv[0] if argv else "status"
+    if action not in _COMMANDS:
+        print(f"usage: python -m cachequeue.embedded_redis {'|'.join(_COMMANDS)}", file=sys.stderr)
+        return 2
     try:
-        if action == "start":
-            print(start())
-        elif action == "url":
-            url = running_url()
-            print(url or "")
-            return 0 if url else 1
-        elif action == "stop":
-            print("stopped" if stop() else "not running")
-        elif action == "status":
-            url = running_url()
-            print(f"running: {url}" if url else f"not running (folder {data_dir()})")
-        else:
-            print("usage: python -m cachequeue.embedded_redis start|stop|status|url",
-                  file=sys.stderr)
-            return 2
+        said = _COMMANDS[action]()
     except RedisUnavailable as exc:
         print(f"redis: {exc}", file=sys.stderr)
         return 1
-    return 0
+    print(said)
+    return 1 if action == "url" and not said else 0
 
 
 if __name__ == "__main__":

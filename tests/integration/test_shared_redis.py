@@ -48,6 +48,8 @@ def test_an_expired_owner_cannot_extend_or_release_and_the_new_hold_is_untouched
 
 def test_a_stale_fenced_write_is_refused(keyspace, conn):
     client, ns = keyspace
+    shared.fencing.install(conn)
+    shared.fencing.install(conn)  # idempotent
     lock = RedisLock(client, ns + "lock:doc", ttl=0.05)
     a = lock.acquire()  # a is paused from here on
     redislab.wait_until_expired(client, lock.key)
@@ -65,6 +67,9 @@ def test_concurrent_fenced_writers_leave_the_largest_token(schema):
     random.Random(7).shuffle(fences)
     barrier = threading.Barrier(4)
     accepted: list[int] = []
+
+    with db.connect(schema) as conn:
+        shared.fencing.install(conn)
 
     def writer(mine):
         with db.connect(schema) as conn:

@@ -4,7 +4,8 @@
   compare-and-delete / compare-and-pexpire; a fencing token from INCR with every
   acquisition) and its `LockGrant`.
 - `fencing`: `fenced_write`, the resource's side: one PostgreSQL statement that refuses a
-  write carrying a smaller fencing token than the last one it accepted.
+  write carrying a smaller fencing token than the last one it accepted; `install` creates
+  its table in the current schema.
 - `cache`: `SharedCache`, JSON values in Redis under versioned keys, one load per key
   across processes, and a bounded fallback to the loader when Redis is down or slow.
 - `client`: `connect` (REDIS_URL, else the embedded server), `namespace` and `clear`

@@ -4,6 +4,8 @@ A lock with an expiry cannot stop a paused holder from writing after its lock ha
 (see `cachequeue.shared.lock`). The resource can: it remembers the largest fencing token
 that wrote it and refuses a smaller one. `fenced_write` is that check and the write in one
 statement (`sql/queries.sql`), so no other writer can slip in between the two.
+
+`install(conn)` creates its table (`sql/fencing.sql`) in the connection's current schema.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from psycopg.types.json import Jsonb
 from .. import sqlfile
 from ..checks import check_int, check_text
 
-__all__ = ["fenced_read", "fenced_write", "query"]
+__all__ = ["fenced_read", "fenced_write", "install", "query"]
 
 _QUERIES = sqlfile.load("cachequeue.shared", "queries.sql")
 
@@ -24,6 +26,11 @@ _QUERIES = sqlfile.load("cachequeue.shared", "queries.sql")
 def query(name: str) -> sqlfile.Query:
     """A named statement of this module, e.g. `query("fenced_write").sql`, to read."""
     return _QUERIES[name]
+
+
+def install(conn: psycopg.Connection) -> None:
+    """Create the `fenced_resources` table in the current schema unless it exists."""
+    conn.execute(sqlfile.read("cachequeue.shared", "fencing.sql"))
 
 
 def fenced_write(conn: psycopg.Connection, resource: str, fence: int, value: Any) -> bool:

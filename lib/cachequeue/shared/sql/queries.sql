@@ -1,4 +1,4 @@
--- Statements of cachequeue.shared.fencing (the table is in fencing.sql).
+-- Statements of cachequeue.shared.fencing (the table is in fencing.sql, made by install()).
 
 -- name: fenced_write
 -- Write a resource unless a larger fencing token has written it; a row comes back only if written.
