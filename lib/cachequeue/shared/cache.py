@@ -77,6 +77,8 @@ class SharedCache:
       `load_timeout`), the others poll for the value (2 ms, doubling to 50 ms) until it
       appears or `wait_timeout` passes (SharedCacheTimeout). If the loader fails or its
       process dies, the lock goes (released, or expired) and a waiting process loads.
+      A load slower than `load_timeout` lets another process load too; the first value
+      written stays, and both answer with it.
     - At most `max_pending` loads run in this process; a lookup that would start another
       raises `CacheBusy` at once, with or without Redis.
     - Degradation: a Redis error or a reply slower than the client's timeout makes this
