@@ -5,11 +5,14 @@
   (a slow, deterministic "model"), `reading` (summaries read through a cache, in the
   chapter's right and wrong variants), `data` (the sample CSVs, shipped as package data);
 - probes of what goes wrong: `naive` (read-then-update claims, SKIP LOCKED in a report),
+  `horizon` (what an open transaction holds: xid, snapshot, row lock, dead rows),
   `timers` (in-process timers die with their process), `ttldict` (a TTL-only map),
-  `workload` (gated loaders, read traces), `plans` (bulk rows, EXPLAIN, scans);
+  `workload` (gated loaders, read traces), `plans` (bulk rows, EXPLAIN, scans),
+  `tenancy` (two tenants with the same document id);
 - models and views: `lab` (the queue as an in-memory state machine on a manual clock),
   `lockstep` (one operation sequence replayed on the model and on PostgreSQL), `frames`
-  (queue state as pandas DataFrames), `plots` (the notebooks' figures).
+  (queue state as pandas DataFrames), `plots` (the notebooks' figures), `mutants` (models
+  wrong on one boundary, which the lockstep comparison must catch).
 
 This part may import every other part; nothing outside it imports it. Its modules are not
 imported here, so `import cachequeue.course.lab` does not load pandas or matplotlib.
@@ -20,13 +23,16 @@ __all__ = [
     "data",
     "documents",
     "frames",
+    "horizon",
     "lab",
     "lockstep",
+    "mutants",
     "naive",
     "plans",
     "plots",
     "reading",
     "summariser",
+    "tenancy",
     "timers",
     "ttldict",
     "workload",
