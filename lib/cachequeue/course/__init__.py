@@ -5,13 +5,16 @@
   (a slow, deterministic "model"), `reading` (summaries read through a cache, in the
   chapter's right and wrong variants), `data` (the sample CSVs, shipped as package data);
 - probes of what goes wrong: `naive` (read-then-update claims, SKIP LOCKED in a report),
+  `horizon` (what an open transaction holds: xid, snapshot, row lock, dead rows),
   `timers` (in-process timers die with their process), `ttldict` (a TTL-only map),
   `workload` (gated loaders, read traces), `plans` (bulk rows, EXPLAIN, scans),
+  `tenancy` (two tenants with the same document id),
   `redislab` (a Redis key's real expiry, a write without fencing, hit costs),
   `sharedreaders` (reader processes that miss one key of the shared cache at once);
 - models and views: `lab` (the queue as an in-memory state machine on a manual clock),
   `lockstep` (one operation sequence replayed on the model and on PostgreSQL), `frames`
-  (queue state as pandas DataFrames), `plots` (the notebooks' figures).
+  (queue state as pandas DataFrames), `plots` (the notebooks' figures), `mutants` (models
+  wrong on one boundary, which the lockstep comparison must catch).
 
 This part may import every other part; nothing outside it imports it. Its modules are not
 imported here, so `import cachequeue.course.lab` does not load pandas or matplotlib.
@@ -22,8 +25,10 @@ __all__ = [
     "data",
     "documents",
     "frames",
+    "horizon",
     "lab",
     "lockstep",
+    "mutants",
     "naive",
     "plans",
     "plots",
@@ -31,6 +36,7 @@ __all__ = [
     "redislab",
     "sharedreaders",
     "summariser",
+    "tenancy",
     "timers",
     "ttldict",
     "workload",

@@ -55,8 +55,10 @@ class Step:
 
 @dataclass
 class Trace:
-    """Per step: the op and both return values; at the end, both views of every job."""
+    """Per step: the op and both return values; at the end, both views of every job.
+    `sequence` is the input as given (steps that had nothing to act on have no row)."""
 
+    sequence: list[Step] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)
     model_jobs: dict[int, Any] = field(default_factory=dict)
     postgres_jobs: dict[int, Any] = field(default_factory=dict)
@@ -118,7 +120,7 @@ def replay(conn: psycopg.Connection, sequence: list[Step], *, policy: RetryPolic
     conn.execute(sqlfile.load(__package__, "lockstep.sql")["empty_queue"].sql)
     tenants: dict[int, int] = {}  # job id -> tenant, for status()
     claims: list[tuple[Any, Any]] = []  # (model claim, database claim), in order
-    trace = Trace()
+    trace = Trace(sequence=list(sequence))
 
     def on_both(name: str, *args: Any, **kw: Any) -> tuple[Any, Any]:
         db.set_clock(conn, clock.datetime())

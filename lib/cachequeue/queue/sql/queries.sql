@@ -130,11 +130,16 @@ SELECT set_config('synchronous_commit', %(mode)s, true);
 
 -- name: heartbeat
 -- Extend a lease that is still held and unexpired; report the schema the check ran in.
-WITH renewed AS (
+-- One reading of the clock: the instant the lease is checked against is the instant the
+-- new lease starts from.
+WITH clock AS MATERIALIZED (
+    SELECT cq_now() AS now
+),
+renewed AS (
     UPDATE jobs
-    SET locked_until = cq_now() + %(lease)s::float8 * interval '1 second'
+    SET locked_until = (SELECT now FROM clock) + %(lease)s::float8 * interval '1 second'
     WHERE id = %(job_id)s AND lease_token = %(lease_token)s AND state = 'running'
-      AND locked_until > cq_now() AND current_schema() = %(schema)s
+      AND locked_until > (SELECT now FROM clock) AND current_schema() = %(schema)s
     RETURNING locked_until
 )
 SELECT (SELECT locked_until FROM renewed) AS locked_until, current_schema() AS schema;
