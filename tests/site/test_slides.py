@@ -9,6 +9,7 @@ import nbtool
 import pytest
 import slides
 
+SHOTS = slides.ROOT / "build" / "slides-shots"  # the first slide of each deck, for review
 LONG = "这一段是给学习者读的叙述，讲清楚为什么要这样做、在什么条件下成立、又有哪些代价；" * 3
 
 
@@ -105,7 +106,7 @@ def _load(context, base, name):
     seen["notes"] = page.evaluate("document.querySelectorAll('aside.notes').length")
     seen["plugin"] = page.evaluate("!!Reveal.getPlugin('notes')")
     seen["math"] = page.evaluate("document.querySelectorAll('math').length")
-    page.screenshot(path=slides.ROOT / "build" / "site-shots" / f"slides_{name[:-5]}.png")
+    page.screenshot(path=SHOTS / f"{name[:-5]}.png")
     page.close()
     return seen
 
@@ -120,7 +121,7 @@ def test_decks_work_offline_in_chromium(tmp_path):
     assert (out / "reveal" / "dist" / "reveal.js").is_file()
     if browser.chromium() is None:
         pytest.skip(browser.SKIP_LINE)
-    (slides.ROOT / "build" / "site-shots").mkdir(parents=True, exist_ok=True)
+    SHOTS.mkdir(parents=True, exist_ok=True)
     with browser.serve(out) as base, browser.launch(viewport=(1280, 800)) as context:
         outside = []
         context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base)
