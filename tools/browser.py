@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import shutil
 import sys
 import tempfile
@@ -29,8 +30,14 @@ SKIP_LINE = "browser tests skipped: install chromium (apt-get install chromium)"
 
 
 def chromium() -> str | None:
-    """Path of the Chromium executable, or None when it is not installed."""
-    for candidate in (shutil.which("chromium"), "/usr/bin/chromium"):
+    """Path of the Chromium executable, or None when it is not installed.
+
+    CHROMIUM=/path/to/chromium picks another build (CHROMIUM= with no path: none at all)."""
+    if "CHROMIUM" in os.environ:
+        candidates = [os.environ["CHROMIUM"]]
+    else:
+        candidates = [shutil.which("chromium"), "/usr/bin/chromium"]
+    for candidate in candidates:
         if candidate and Path(candidate).is_file():
             return candidate
     return None

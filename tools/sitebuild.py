@@ -272,6 +272,13 @@ def external_assets(out: Path) -> list[str]:
     return found
 
 
+def pages(out: Path) -> list[str]:
+    """Every HTML page of a built site, relative to it (theme macro files in _static/ are not
+    pages)."""
+    return sorted(p.relative_to(out).as_posix() for p in out.rglob("*.html")
+                  if p.relative_to(out).parts[0] != "_static")
+
+
 def build(out: Path, *, notebooks: list[Path] | None = None, glossary: Path | None = DOCS / "glossary.md",
           src: Path | None = None) -> list[Chapter]:
     """Assemble, run Sphinx, refuse a site that would fetch anything from outside."""
@@ -290,11 +297,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "site")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    chapters = build(args.out.resolve())
-    pages = sorted(args.out.resolve().rglob("*.html"))
-    size = sum(p.stat().st_size for p in args.out.resolve().rglob("*") if p.is_file())
-    print(f"built {len(chapters)} chapters, {len(pages)} pages, {size / 1e6:.1f} MB "
-          f"in {time.perf_counter() - started:.1f} s: {args.out}/index.html")
+    out = args.out.resolve()
+    chapters = build(out)
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    print(f"built {len(chapters)} chapters, {len(pages(out))} pages, {size / 1e6:.1f} MB "
+          f"in {time.perf_counter() - started:.1f} s: {out}/index.html")
+    for page in pages(out):
+        print(f"  {page:45} {(out / page).stat().st_size / 1e3:7.1f} kB")
     return 0
 
 

@@ -83,12 +83,6 @@ class Crawl:
     statuses: dict[str, int]  # internal link or image target -> HTTP status
 
 
-def _pages() -> list[str]:
-    """Every HTML page of the site (theme macro files in _static/ are not pages)."""
-    return sorted(p.relative_to(SITE).as_posix() for p in SITE.rglob("*.html")
-                  if p.relative_to(SITE).parts[0] != "_static")
-
-
 def _visit(page, url: str, axe) -> Visit:
     visit = Visit(url)
     on_console = lambda msg: msg.type == "error" and visit.console_errors.append(msg.text)  # noqa: E731
@@ -160,7 +154,7 @@ def crawl(chapters):
         context.route("**/*", keep_local)
         page = context.new_page()
         visits = {}
-        for rel in _pages():
+        for rel in sitebuild.pages(SITE):
             visits[rel] = _visit(page, base + rel, axe)
             page.screenshot(path=SHOTS / (rel.removesuffix(".html").replace("/", "_") + ".png"),
                             full_page=True)

@@ -41,6 +41,7 @@ html_css_files = ["course.css"]
 html_extra_path = ["_extra"]  # downloads/: student and instructor copies, as files
 html_copy_source = False
 html_show_sourcelink = False
+html_use_index = False  # no index entries in the course: no empty index page
 html_last_updated_fmt = None
 html_show_copyright = False
 html_theme_options = {
