@@ -145,36 +145,6 @@ def _index_page(chapters: list[Chapter], extra_pages: list[str]) -> str:
 """
 
 
-def _run_page(chapters: list[Chapter]) -> str:
-    listing = "\n".join(f"- `{REPO_NOTEBOOKS}/{ch.path.name}`：{_short_title(ch)}" for ch in chapters)
-    return f"""# 运行说明
-
-本站展示的是笔记本提交时的输出。要亲手运行、修改代码、做练习，请在自己的电脑上打开 JupyterLab。
-
-## 准备
-
-只需要 Python 3.11 及以上版本和 `make`；不需要 Docker，也不需要管理员权限。在课程仓库的根目录执行：
-
-```bash
-make lab
-```
-
-它创建 `.venv`，安装课程库与 JupyterLab，启动课程自带的嵌入式 PostgreSQL 18（数据在仓库内的 `.pgdata/`，只监听 Unix 套接字），然后在 `{REPO_NOTEBOOKS}/` 打开 JupyterLab。设置了 `DATABASE_URL` 时改用它指向的服务器（PostgreSQL 15 及以上）。`make db-stop` 停止嵌入式数据库。
-
-## 打开一章
-
-在 JupyterLab 左侧的文件列表中打开对应的笔记本，内核选择 “Python (cachequeue)”，然后从上到下运行（菜单 Run → Run All Cells）：
-
-{listing}
-
-每章在自己的 schema 中重建表，所以可以反复运行，也可以同时打开几章。
-
-## 做练习
-
-每章的练习格带有 `solution` 标签，紧随其后的检查格带有 `check` 标签。想从空白开始，执行 `make student`，在 `build/student/` 中打开学生版：答案已替换为 `raise NotImplementedError`，写出答案后运行检查格，看到“检查通过”即完成。也可以直接从本站的章节页下载学生版。
-"""
-
-
 def assemble(src: Path, notebooks: list[Path], *, glossary: Path | None = None) -> list[Chapter]:
     """Write the Sphinx sources into `src` (emptied first); return the chapters in order."""
     if src.exists():
@@ -203,7 +173,6 @@ def assemble(src: Path, notebooks: list[Path], *, glossary: Path | None = None) 
         shutil.copyfile(glossary, src / "glossary.md")
         extra_pages.append("glossary")
     (src / "index.md").write_text(_index_page(chapters, extra_pages), encoding="utf-8")
-    (src / "run.md").write_text(_run_page(chapters), encoding="utf-8")
     return chapters
 
 
