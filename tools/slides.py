@@ -181,9 +181,12 @@ def serve(folder: Path, page: str, port: int) -> None:
     from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
     handler = functools.partial(SimpleHTTPRequestHandler, directory=str(folder))
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    try:
+        server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    except OSError:  # the port is taken (another deck, another program): any free one
+        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     url = f"http://127.0.0.1:{server.server_address[1]}/{page}"
-    print(f"slides: {url}  (S opens the speaker notes; Ctrl-C stops)")
+    print(f"slides: {url}  (S opens the speaker notes; Ctrl-C stops)", flush=True)
     threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
     try:
         server.serve_forever()
@@ -202,7 +205,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     decks = [export(path, args.out.resolve()) for path in chapter_paths(args.chapter)]
     for written in decks:
-        print(f"wrote {written}")
+        print(f"wrote {written}", flush=True)
     if args.serve:
         serve(args.out.resolve(), decks[0].name, args.port)
     return 0
