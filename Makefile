@@ -6,11 +6,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEV    := $(VENV)/.installed-dev
+SITE   := $(VENV)/.installed-site
 PYTEST_ARGS ?=
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help setup db db-stop lab test lint execute student bench clean
+.PHONY: help setup db db-stop lab test lint execute student bench clean site present
 
 help:
 	@echo "make lab      set up (.venv, database) and open JupyterLab on notebooks/"
@@ -18,6 +19,8 @@ help:
 	@echo "              (PYTEST_ARGS='-m \"not db\"' for the tests that need no database)"
 	@echo "make execute  re-run notebooks top to bottom in place (NB=notebooks/01_x.ipynb for one)"
 	@echo "make student  write student copies to build/student/"
+	@echo "make site     build the course site offline into build/site/ (open build/site/index.html)"
+	@echo "make present CH=03  slides of one chapter (reveal.js, offline; S shows speaker notes)"
 	@echo "make bench    run the benchmarks in bench/ (JSON on stdout; about 12 minutes)"
 	@echo "make db-stop  stop the embedded PostgreSQL and the embedded Redis"
 
@@ -36,6 +39,11 @@ $(STAMP): pyproject.toml
 $(DEV): $(STAMP)
 	$(PIP) -e '.[dev]'
 	touch $(DEV)
+
+# The site tools on top (`site` extra): Sphinx, myst-nb, the theme, reveal.js, browser checks.
+$(SITE): $(STAMP)
+	$(PIP) -e '.[site]'
+	touch $(SITE)
 
 setup: $(STAMP)
 
@@ -56,6 +64,7 @@ lint: $(DEV)
 test: $(DEV) db lint
 	@# Notebooks under test use ch00_test, ch01_test, ...: a test run never resets the
 	@# schemas of a chapter that is open in JupyterLab at the same time.
+	@$(BIN)/python tools/browser.py check || true
 	CACHEQUEUE_SCHEMA_SUFFIX=_test $(BIN)/pytest -n 2 --dist loadfile --nbval --nbval-sanitize-with tests/sanitize.cfg $(PYTEST_ARGS)
 
 execute: $(DEV) db
@@ -63,6 +72,14 @@ execute: $(DEV) db
 
 student: $(DEV)
 	$(BIN)/python tools/nbtool.py student
+
+# The site is built from the committed notebooks; nothing is executed, no database needed.
+site: $(SITE)
+	$(BIN)/python tools/sitebuild.py
+
+present: $(SITE)
+	@test -n "$(CH)" || { echo "usage: make present CH=03"; exit 2; }
+	$(BIN)/python tools/slides.py $(CH) --serve
 
 bench: $(DEV) db
 	$(PIP) -e '.[dev,bench]'

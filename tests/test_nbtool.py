@@ -47,3 +47,38 @@ def test_tidy_joins_split_stream_chunks_but_keeps_stdout_and_stderr_apart():
     nbtool._tidy(nb)
     assert [(o.name, o.text) for o in nb.cells[0].outputs] == [
         ("stdout", "abc\n"), ("stderr", "warn\n"), ("stdout", "d\n")]
+
+
+def _chapter_with_instructor_cells():
+    nb = nbformat.v4.new_notebook()
+    title = nbformat.v4.new_markdown_cell("# 99 合成章节\n\n预计时间：5 分钟。")
+    note = nbformat.v4.new_markdown_cell("讲师提示：在这里停下来，先请学员猜结果（INSTRUCTOR-ONLY-7f3a）。")
+    note.metadata["tags"] = ["instructor"]
+    demo = nbformat.v4.new_code_cell("print('INSTRUCTOR-ONLY-code')")
+    demo.metadata["tags"] = ["instructor", "solution"]
+    answer = nbformat.v4.new_code_cell("def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION")
+    answer.metadata["tags"] = ["solution"]
+    check = nbformat.v4.new_code_cell("assert f() == 1")
+    check.metadata["tags"] = ["check"]
+    nb.cells = [title, note, demo, answer, check]
+    return nb
+
+
+def test_public_and_student_copies_drop_instructor_cells_and_keep_the_rest():
+    nb = _chapter_with_instructor_cells()
+    for copy in (nbtool.public_copy(nb), nbtool.student_copy(nb)):
+        assert "INSTRUCTOR-ONLY" not in nbformat.writes(copy)
+        assert [c.source.splitlines()[0] for c in copy.cells] == [
+            "# 99 合成章节", "def f():", "assert f() == 1"]
+    assert nbtool.public_copy(nb).cells[1].source == nb.cells[3].source  # answers kept
+    assert len(nb.cells) == 5  # the repository's notebook keeps everything
+
+
+def test_the_student_command_writes_copies_without_instructor_cells(tmp_path, monkeypatch):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    nbformat.write(_chapter_with_instructor_cells(), notebooks / "99_synthetic.ipynb")
+    monkeypatch.setattr(nbtool, "NOTEBOOKS", notebooks)
+    assert nbtool.main(["student", "--out", str(tmp_path / "student")]) == 0
+    written = (tmp_path / "student" / "99_synthetic.ipynb").read_text(encoding="utf-8")
+    assert "INSTRUCTOR-ONLY" not in written and "NotImplementedError" in written

@@ -7,7 +7,11 @@
 Exercises: a code cell tagged `solution` holds its answer between the lines
 `### BEGIN SOLUTION` and `### END SOLUTION`; the student copy replaces that block with
 `raise NotImplementedError`. The cell tagged `check` after it must fail in the student copy
-and pass in the instructor notebook (tests/test_student_copies.py proves both).
+and pass in the instructor notebook (tests/test_notebooks.py proves both).
+
+Cells tagged `instructor` (what to say or do in the room) exist only in the notebooks in
+this repository: every copy made for learners (the student copy, the course site and its
+downloads) is made through `public_copy`, which drops them.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 KERNEL = "cachequeue"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+INSTRUCTOR = "instructor"
 _SOLUTION = re.compile(
     r"^(?P<indent>[ \t]*)### BEGIN SOLUTION[^\n]*\n.*?^[ \t]*### END SOLUTION[^\n]*$",
     re.MULTILINE | re.DOTALL,
@@ -87,9 +92,16 @@ def strip_solutions(source: str) -> str:
     return _SOLUTION.sub(lambda m: f"{m['indent']}raise NotImplementedError", source)
 
 
-def student_copy(nb):
-    """A copy of `nb` with solution blocks replaced and every output cleared."""
+def public_copy(nb):
+    """A copy of `nb` without its `instructor` cells; everything else as committed."""
     copy = nbformat.from_dict(nb)
+    copy.cells = [cell for cell in copy.cells if INSTRUCTOR not in tags(cell)]
+    return copy
+
+
+def student_copy(nb):
+    """A public copy of `nb` with solution blocks replaced and every output cleared."""
+    copy = public_copy(nb)
     for cell in copy.cells:
         if cell.cell_type != "code":
             continue

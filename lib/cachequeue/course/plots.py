@@ -1,14 +1,41 @@
-"""Matplotlib figures for the notebooks. Each function returns the Figure it draws."""
+"""Matplotlib figures for the notebooks, labelled in Chinese. Each function returns its Figure.
+
+Matplotlib's own fonts (DejaVu) have no Chinese glyphs, and a learner's laptop may have no
+CJK font that matplotlib can find (or no right to install one). Importing this module
+registers Noto Sans SC, shipped in the `pylopdf-fonts-zh-cn` wheel (SIL Open Font License
+1.1), and appends it to `font.family` as a fallback: Latin text keeps the default font, and
+any glyph the default font lacks (Chinese, full-width punctuation) comes from Noto Sans SC.
+The fallback applies to every figure drawn after the import, the learner's own included.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import matplotlib
+import pylopdf_fonts_zh_cn
+from matplotlib import font_manager
 from matplotlib.figure import Figure
 
 from ..checks import check_seconds
 
-__all__: list[str] = ["plot_hit_ratio_vs_ttl", "plot_loads_vs_readers", "plot_retry_times"]
+__all__: list[str] = [
+    "CJK_FONT",
+    "CJK_FONT_FILE",
+    "plot_hit_ratio_vs_ttl",
+    "plot_loads_vs_readers",
+    "plot_retry_times",
+]
+
+CJK_FONT_FILE = str(pylopdf_fonts_zh_cn.sans_path())
+"""The font file (inside the installed wheel) that draws the Chinese glyphs."""
+
+font_manager.fontManager.addfont(CJK_FONT_FILE)
+CJK_FONT = font_manager.FontProperties(fname=CJK_FONT_FILE).get_name()
+"""Its family name, "Noto Sans SC"."""
+
+if CJK_FONT not in matplotlib.rcParams["font.family"]:
+    matplotlib.rcParams["font.family"] = [*matplotlib.rcParams["font.family"], CJK_FONT]
 
 
 def _line_figure(xs: Sequence, series: Mapping[str, Sequence], *, xlabel: str, ylabel: str,
@@ -36,18 +63,18 @@ def _line_figure(xs: Sequence, series: Mapping[str, Sequence], *, xlabel: str, y
 def plot_loads_vs_readers(readers: Sequence[int], loads: Mapping[str, Sequence[int]]) -> Figure:
     """Loads caused by N concurrent readers of one cold key, one line per cache.
 
-    `loads` maps a label (e.g. "with coalescing") to the load count for each value of
-    `readers`. Log-log, so "one load" and "one load per reader" are both straight lines.
+    `loads` maps a label (e.g. "合并请求") to the load count for each value of `readers`.
+    Log-log, so "one load" and "one load per reader" are both straight lines.
     """
-    return _line_figure(readers, loads, xlabel="concurrent readers of one key",
-                        ylabel="loads (model calls)", title="Loads vs concurrent readers",
+    return _line_figure(readers, loads, xlabel="同一个键的并发读者数",
+                        ylabel="加载次数（模型调用）", title="加载次数与并发读者数",
                         log_y=True)
 
 
 def plot_hit_ratio_vs_ttl(ttls: Sequence[float], ratios: Mapping[str, Sequence[float]]) -> Figure:
     """Hit ratio of a simulated read workload for each TTL, one line per configuration."""
-    return _line_figure(ttls, ratios, xlabel="TTL (seconds)", ylabel="hit ratio",
-                        title="Hit ratio vs TTL", log_y=False)
+    return _line_figure(ttls, ratios, xlabel="TTL（秒）", ylabel="命中率",
+                        title="命中率与 TTL", log_y=False)
 
 
 def _check_series(xs: Sequence, series: Mapping[str, Sequence]) -> None:
@@ -74,8 +101,8 @@ def plot_retry_times(schedules: Mapping[str, Sequence[float]], *, width: float =
     for ax, (label, times) in zip(axes, schedules.items(), strict=True):
         ax.hist(times, bins=bins, color="tab:blue", alpha=0.8)
         ax.set_title(label, fontsize=10)
-        ax.set_ylabel(f"retries per {width:g} s")
+        ax.set_ylabel(f"每 {width:g} 秒的重试数")
         ax.grid(True, alpha=0.3)
-    axes[-1].set_xlabel("seconds after the jobs failed together")
+    axes[-1].set_xlabel("同时失败之后经过的秒数")
     fig.tight_layout()
     return fig

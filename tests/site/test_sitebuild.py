@@ -1,0 +1,126 @@
+"""tools/sitebuild.py on synthetic chapters: what a new notebook gets without any code change,
+what never reaches the site (instructor cells), and the offline check that can fail."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import nbformat
+import pytest
+import sitebuild
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+MARK = "INSTRUCTOR-ONLY-5c1e"
+
+
+def _png() -> str:
+    fig = Figure(figsize=(2, 1))
+    fig.subplots().plot([0, 1], [1, 0])
+    buffer = io.BytesIO()
+    FigureCanvasAgg(fig).print_png(buffer)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def _cell(kind, source, tags=(), outputs=()):
+    cell = (nbformat.v4.new_markdown_cell if kind == "md" else nbformat.v4.new_code_cell)(source)
+    if tags:
+        cell.metadata["tags"] = list(tags)
+    if kind == "code":
+        cell.outputs = list(outputs)
+    return cell
+
+
+def _chapter(number: str, title: str) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata.kernelspec = {"name": "cachequeue", "display_name": "Python (cachequeue)",
+                              "language": "python"}
+    nb.metadata.language_info = {"name": "python"}
+    out = nbformat.v4.new_output
+    nb.cells = [
+        _cell("md", f"# {number} {title}\n\n一段说明。\n\n**预计时间**：25 分钟。"),
+        _cell("md", f"讲师提示：先让学员猜一猜（{MARK}）。", ["instructor"]),
+        _cell("code", f"print('{MARK}')", ["instructor"],
+              [out("stream", name="stdout", text=f"{MARK}\n")]),
+        _cell("md", "## 1. 一张图\n\n上限按 $\\min(\\text{cap}, b \\cdot 2^{n-1})$ 增长：\n\n"
+                    "$$d(n) \\sim \\text{Uniform}(0, c(n))$$"),
+        _cell("code", "fig", outputs=[out("display_data", data={
+            "image/png": _png(), "text/plain": "<Figure size 200x100 with 1 Axes>"})]),
+        _cell("code", "def answer():\n    ### BEGIN SOLUTION\n    return 42\n    ### END SOLUTION",
+              ["solution"]),
+        _cell("code", "assert answer() == 42", ["check"]),
+    ]
+    return nb
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("site")
+    notebooks = root / "notebooks"
+    notebooks.mkdir()
+    for number, slug, title in [("00", "intro", "开始"), ("07", "service_api", "服务接口")]:
+        nbformat.write(_chapter(number, title), notebooks / f"{number}_{slug}.ipynb")
+    glossary = root / "glossary.md"
+    glossary.write_text("# 术语表\n\n租约（lease）：领取任务时得到的期限。\n", encoding="utf-8")
+    out = root / "site"
+    chapters = sitebuild.build(out, notebooks=sorted(notebooks.glob("*.ipynb")), glossary=glossary)
+    return out, chapters
+
+
+def test_a_new_notebook_becomes_a_page_a_table_row_and_two_downloads(built):
+    out, chapters = built
+    assert [(ch.number, ch.title, ch.minutes, ch.figures) for ch in chapters] == [
+        ("00", "00 开始", 25, 1), ("07", "07 服务接口", 25, 1)]
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert 'href="chapters/07_service_api.html"' in index and "服务接口" in index
+    assert "25 分钟" in index and "合计约 50 分钟" in index
+    for kind in ("student", "instructor"):
+        assert (out / "downloads" / kind / "07_service_api.ipynb").is_file()
+        assert (out / "downloads" / f"{kind}.zip").is_file()
+    assert (out / "glossary.html").is_file() and "术语表" in index
+
+
+def test_instructor_cells_reach_no_page_and_no_download(built):
+    out, _ = built
+    served = [p for p in out.rglob("*") if p.is_file() and p.suffix in (".html", ".ipynb", ".js")]
+    assert served
+    assert [p.name for p in served if MARK in p.read_text(encoding="utf-8")] == []
+
+
+def test_answers_are_folded_and_formulas_are_mathml(built):
+    out, _ = built
+    page = (out / "chapters" / "07_service_api.html").read_text(encoding="utf-8")
+    folded = page[page.index("<details"):page.index("</details>")]
+    assert "显示参考答案" in folded and "BEGIN SOLUTION" in folded
+    assert page.count("<math") == 2 and "$$" not in page
+    assert 'alt="本节的图：1. 一张图"' in page
+    assert 'href="../downloads/student/07_service_api.ipynb"' in page
+    student = (out / "downloads" / "student" / "07_service_api.ipynb").read_text(encoding="utf-8")
+    assert "return 42" not in student and "NotImplementedError" in student
+
+
+def test_the_offline_check_finds_an_asset_from_outside(built, tmp_path):
+    out, _ = built
+    assert sitebuild.external_assets(out) == []
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "page.html").write_text(
+        '<link rel="stylesheet" href="https://cdn.example.org/x.css">'
+        '<script src="//cdn.example.org/x.js"></script><a href="https://www.postgresql.org/">ok</a>'
+        '<style>@font-face { src: url("https://fonts.example.org/f.woff2"); }</style>',
+        encoding="utf-8")
+    (tmp_path / "a" / "site.css").write_text("@import url(http://cdn.example.org/y.css);")
+    assert sitebuild.external_assets(tmp_path / "a") == [
+        "page.html: https://cdn.example.org/x.css", "page.html: //cdn.example.org/x.js",
+        "page.html: https://fonts.example.org/f.woff2", "site.css: http://cdn.example.org/y.css"]
+
+
+def test_a_notebook_without_a_title_cell_is_refused(tmp_path):
+    nb = _chapter("08", "无标题")
+    nb.cells[0].source = "没有标题"
+    path = tmp_path / "08_untitled.ipynb"
+    nbformat.write(nb, path)
+    with pytest.raises(ValueError, match="title"):
+        sitebuild.chapter(path)
+    with pytest.raises(ValueError, match="NN_slug"):
+        sitebuild.chapter(tmp_path / "notes.ipynb")
