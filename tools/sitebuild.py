@@ -92,6 +92,9 @@ def _links_cell(ch: Chapter) -> nbformat.NotebookNode:
         "</div>")
 
 
+_DOCS_LINK = re.compile(r"\]\(\.\./docs/([\w-]+)\.md\)")
+
+
 def site_copy(nb, ch: Chapter):
     """The chapter as the site shows it: no instructor cells, a download/run box under the
     title, answers folded, every figure with a text alternative."""
@@ -100,6 +103,8 @@ def site_copy(nb, ch: Chapter):
     heading = ch.title
     for cell in copy.cells:
         if cell.cell_type == "markdown":
+            # A notebook links the repository's docs/x.md; the site has that page at its root.
+            cell.source = _DOCS_LINK.sub(r"](../\1.md)", cell.source)
             for line in cell.source.splitlines():
                 if line.startswith("#"):
                     heading = line.lstrip("#").strip()
