@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help setup db db-stop lab test lint execute student bench clean
+.PHONY: help setup db db-stop lab test lint execute student bench chaos clean
 
 help:
 	@echo "make lab      set up (.venv, database) and open JupyterLab on notebooks/"
@@ -18,7 +18,8 @@ help:
 	@echo "              (PYTEST_ARGS='-m \"not db\"' for the tests that need no database)"
 	@echo "make execute  re-run notebooks top to bottom in place (NB=notebooks/01_x.ipynb for one)"
 	@echo "make student  write student copies to build/student/"
-	@echo "make bench    run the benchmarks in bench/ (JSON on stdout; about 12 minutes)"
+	@echo "make bench    run the benchmarks in bench/ (JSON on stdout; about 15 minutes)"
+	@echo "make chaos    2,000 jobs, workers killed and paused, a server restart (JSON; about 1 minute)"
 	@echo "make db-stop  stop the embedded PostgreSQL"
 
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
@@ -66,6 +67,10 @@ student: $(DEV)
 bench: $(DEV) db
 	$(PIP) -e '.[dev,bench]'
 	@for script in bench/*.py; do $(BIN)/python $$script || exit 1; done
+
+# The full-size chaos run on a private throw-away server (make test runs a small one).
+chaos: $(DEV)
+	$(BIN)/python bench/chaos.py $(CHAOS_ARGS)
 
 clean:
 	rm -rf build .pytest_cache

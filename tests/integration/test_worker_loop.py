@@ -103,10 +103,10 @@ def test_handler_errors_retry_or_fail_and_payload_only_handlers_work(conn, schem
     assert (result["stats"]["failed"], result["stats"]["retrying"]) == (2, 1)
 
 
-def test_heartbeats_keep_a_job_five_times_longer_than_its_lease(conn, schema, watch):
+def test_heartbeats_keep_a_job_three_times_longer_than_its_lease(conn, schema, watch):
     job_id = jobs.submit(conn, tenant_id=1, kind="noop", payload={})
-    worker = make(schema, {"noop": lambda payload, ctx: ctx.wait(2.5) or "slow but held"},
-                  lease=0.5)
+    worker = make(schema, {"noop": lambda payload, ctx: ctx.wait(3.0) or "slow but held"},
+                  lease=1.0)
     with running(worker) as result:
         st = wait_state(watch, job_id, "done")
     assert (st.attempts, st.output) == (1, "slow but held")

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,7 +40,7 @@ class WorkerProcess:
         self.lines: list[str] = []
         self.events: list[dict[str, Any]] = []
         self._fleet = fleet
-        self._changed = threading.Condition()
+        self._changed = fleet.changed  # one condition for the fleet: wait on any worker
         self._eof = False
         self._reader = threading.Thread(target=self._read, name=f"fleet-{name}", daemon=True)
         self._reader.start()
@@ -56,18 +57,30 @@ class WorkerProcess:
             self._eof = True
             self._changed.notify_all()
 
-    def find(self, event: str, **fields: Any) -> list[dict[str, Any]]:
-        """The events logged so far with this name and these field values."""
+    def find(self, event: str, *, after: int = 0,
+             where: Callable[[dict[str, Any]], bool] | None = None,
+             **fields: Any) -> list[dict[str, Any]]:
+        """The events logged so far (from index `after` of `events` on) with this name,
+        these field values, and for which `where(event)` is true if given."""
         with self._changed:
-            return [e for e in self.events
-                    if e["event"] == event and all(e.get(k) == v for k, v in fields.items())]
+            return [e for e in self.events[after:]
+                    if e["event"] == event and all(e.get(k) == v for k, v in fields.items())
+                    and (where is None or where(e))]
 
-    def wait_for(self, event: str, timeout: float = 60.0, **fields: Any) -> dict[str, Any]:
-        """Block until the worker logs `event` with these fields; return that event."""
+    def wait_for(self, event: str, timeout: float = 60.0, *, after: int = 0,
+                 where: Callable[[dict[str, Any]], bool] | None = None,
+                 **fields: Any) -> dict[str, Any]:
+        """Block until the worker logs such an event (see find; `after=len(w.events)`
+        waits for a new one) and return the first; TimeoutError with its last lines if
+        it does not come within `timeout` seconds or the process exits."""
         check_seconds(timeout, "timeout")
+
+        def matching() -> list[dict[str, Any]]:
+            return self.find(event, after=after, where=where, **fields)
+
         with self._changed:
-            self._changed.wait_for(lambda: self.find(event, **fields) or self._eof, timeout)
-            matches = self.find(event, **fields)
+            self._changed.wait_for(lambda: matching() or self._eof, timeout)
+            matches = matching()
             if not matches:
                 tail = "\n".join(self.lines[-15:])
                 state = "exited" if self._eof else f"was silent for {timeout:g} s"
@@ -118,6 +131,7 @@ class Fleet:
         self.handlers = handlers
         self.workers: dict[str, WorkerProcess] = {}
         self.marks: list[dict[str, Any]] = []
+        self.changed = threading.Condition()  # notified on every line any worker logs
 
     def command(self, name: str, **options: Any) -> list[str]:
         """The command line of worker `name`: options become flags (lease=2 -> --lease 2;
@@ -157,6 +171,19 @@ class Fleet:
                 os.kill(worker.pid, signal.SIGCONT)  # a paused process must be able to die
                 os.kill(worker.pid, signal.SIGKILL)
         return {name: w.wait(timeout) for name, w in self.workers.items()}
+
+    def find(self, event: str, **fields: Any) -> list[dict[str, Any]]:
+        """The events of every worker of the fleet with this name and these fields."""
+        with self.changed:
+            return [e for w in self.workers.values() for e in w.find(event, **fields)]
+
+    def wait_for(self, event: str, timeout: float = 60.0, **fields: Any) -> dict[str, Any]:
+        """Block until any worker of the fleet logs such an event; return the first found."""
+        check_seconds(timeout, "timeout")
+        with self.changed:
+            if not self.changed.wait_for(lambda: self.find(event, **fields), timeout):
+                raise TimeoutError(f"no worker logged {event} {fields} within {timeout:g} s")
+            return self.find(event, **fields)[0]
 
     def __enter__(self) -> Fleet:
         return self

@@ -14,7 +14,9 @@ One kind, `effect`, does what a job with an external side effect does, in this o
    which plays a handler stuck in a long call that never looks up;
 5. returns who computed the result: worker, attempt, lease token, whether it booked.
 
-`payload(...)` builds the payload; `install(conn)` adds the kind and the tables to a schema.
+`payload(...)` builds the payload and `submit(conn, key, ...)` submits such a job;
+`install(conn)` adds the kind and the tables to a schema; `counts(conn)` says, per job,
+how often the handler ran, how many charges were booked and how many results stored.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ import psycopg
 
 from .. import sqlfile
 from ..checks import check_bool, check_int, check_seconds, check_text
+from ..queue import jobs
 from ..queue.context import JobContext
 
-__all__ = ["HANDLERS", "counts", "effect", "install", "payload", "query"]
+__all__ = ["HANDLERS", "counts", "effect", "install", "payload", "query", "submit"]
 
 _QUERIES = sqlfile.load(__package__, "handlers.sql")
 
@@ -52,6 +55,13 @@ def payload(key: str, *, amount: int = 100, work: float = 0.0, slow: float = 0.0
             "slow": check_seconds(slow, "slow", allow_zero=True, upper=3600),
             "slow_attempts": [check_int(a, "each slow attempt", minimum=1) for a in slow_attempts],
             "cooperative": check_bool(cooperative, "cooperative")}
+
+
+def submit(conn: psycopg.Connection, key: str, *, tenant_id: int = 1, max_attempts: int = 3,
+           **options: Any) -> int:
+    """Submit an `effect` job for business key `key` (options as for payload()); its id."""
+    return jobs.submit(conn, tenant_id=tenant_id, kind="effect", max_attempts=max_attempts,
+                       payload=payload(key, **options))
 
 
 def effect(data: dict[str, Any], ctx: JobContext) -> dict[str, Any]:

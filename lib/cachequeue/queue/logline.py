@@ -27,7 +27,7 @@ LOGGER = logging.getLogger("cachequeue.worker")
 
 _PLAIN = re.compile(r"^[\w.,:/+-]+$")
 _FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
-_LINE = re.compile(r"^(?P<time>\S+) (?P<worker>\S+) (?P<event>[\w-]+)(?P<rest>.*)$")
+_LINE = re.compile(r"^(?P<time>\d{4}-\d\d-\d\dT[\d:.]+Z) (?P<worker>\S+) (?P<event>[\w-]+)(?P<rest>.*)$")
 
 
 def _value(value: Any) -> str:

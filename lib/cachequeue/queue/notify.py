@@ -6,7 +6,8 @@ Every insert into `jobs` and every change of a job's state or attempts sends a n
 again, never the record: one sent while a listener was disconnected is gone, so a listener
 re-reads the table whenever it (re)connects. `Listener` does that for a worker: it keeps its
 own connection in LISTEN mode, reconnects with backoff, and calls back on every
-notification and after every (re)connect.
+notification and after every (re)connect. `wait_status` is the client side: block until
+one job reaches a state, woken by its notifications instead of polling in a loop.
 """
 
 from __future__ import annotations
@@ -14,25 +15,29 @@ from __future__ import annotations
 import json
 import random
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import psycopg
 from psycopg import sql
 
 from .. import sqlfile
-from ..checks import check_callable
+from ..checks import check_callable, check_seconds, check_text
 from ..errors import DatabaseUnavailable
+from . import jobs
 from .retry import RetryPolicy
 
-__all__ = ["CONNECTION_ERRORS", "JobEvent", "Listener", "channel", "event", "listen",
-           "one_line"]
+__all__ = ["CONNECTION_ERRORS", "FINAL", "JobEvent", "Listener", "channel", "event", "listen",
+           "one_line", "wait_status"]
 
 _QUERIES = sqlfile.load(__package__, "workers.sql")
 
 # What a lost or refused connection raises: a server that stopped or restarted, a network
 # that dropped, a server still starting up. Anything else is a real error.
 CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, DatabaseUnavailable)
+
+FINAL = ("done", "failed", "cancelled")  # the states a job does not leave on its own
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,37 @@ def listen(conn: psycopg.Connection) -> str:
 def event(notify: psycopg.Notify) -> JobEvent:
     """The JobEvent in a notification from the jobs channel."""
     return JobEvent(**json.loads(notify.payload))
+
+
+def wait_status(conn: psycopg.Connection, *, tenant_id: int, job_id: int,
+                states: Iterable[str] = FINAL, timeout: float = 60.0) -> jobs.JobStatus:
+    """Block until this tenant's job is in one of `states`; return its status.
+
+    Reads the status, then waits for the job's notifications (re-reading at least every
+    second), so it reacts at once and never misses a change that happened in between.
+    TimeoutError after `timeout` seconds, LookupError for a job this tenant cannot see.
+    The connection LISTENs meanwhile and stops listening before returning.
+    """
+    wanted = {check_text(s, "each state") for s in states}
+    check_seconds(timeout, "timeout")
+    name = listen(conn)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            status = jobs.status(conn, tenant_id=tenant_id, job_id=job_id)
+            if status is None:
+                raise LookupError(f"no job {job_id} of tenant {tenant_id}")
+            if status.state in wanted:
+                return status
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"job {job_id} is still {status.state} after {timeout:g} s; "
+                                   f"waited for {sorted(wanted)}")
+            for notify in conn.notifies(timeout=min(remaining, 1.0)):
+                if event(notify).job_id == job_id:
+                    break
+    finally:
+        conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(name)))
 
 
 class Listener:
@@ -120,8 +156,9 @@ class Listener:
                 self._stopped.wait(delay)
 
 
-def one_line(exc: BaseException) -> str:
-    """'Type: first line of the message', for one log line."""
+def one_line(exc: BaseException, limit: int = 160) -> str:
+    """'Type: first line of the message', at most `limit` characters, for one log line."""
     text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
+    line = f"{type(exc).__name__}: {text[0] if text else ''}".strip()
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 

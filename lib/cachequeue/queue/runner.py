@@ -184,7 +184,8 @@ class Worker:
                 self._sleep()
         finally:
             self._close()
-        self._log("stopped", **{k: v for k, v in sorted(self.stats.items())})
+        self._log("stopped", **{k: v for k, v in sorted(self.stats.items())},
+                  listener_statements=self.listener_statements)
         return self.stats
 
     def _step(self, now: float) -> None:
@@ -192,9 +193,6 @@ class Worker:
             if now < self._reconnect_at and not self._hand_back_due(now):
                 return
             self._open()
-        if not self.ready.is_set() and (self._listening or not self._listen):
-            self._log("ready")
-            self.ready.set()
         self._record_results()
         if self._hand_back_due(now):
             self._hand_back()
@@ -203,6 +201,11 @@ class Worker:
             self._beat(now)
         if not self._stop_requested:
             self._claim(now)
+        if not self.ready.is_set() and (self._listening or not self._listen):
+            # Connected, registered, listening, and the first look for work is done.
+            self._log("ready", statements=self.stats["statements"],
+                      listener_statements=self.listener_statements)
+            self.ready.set()
 
     def _sleep(self) -> None:
         now = time.monotonic()
