@@ -5,8 +5,9 @@
 - `retry`: `RetryPolicy` (exponential backoff with full jitter) and the error classes.
 - `worker`: the single pass `run_once` and `drain` (and their steps `execute`, `record`).
 - `runner`: `Worker`, the long-running worker: handler threads, heartbeats, graceful
-  shutdown with hand-back, reconnects, wake-up by LISTEN/NOTIFY. `context`: the
-  `JobContext` its handlers may take; `logline`: its one-line-per-event log.
+  shutdown with hand-back, reconnects, wake-up by LISTEN/NOTIFY. `inflight`: the jobs it
+  holds (threads, reports, hand-back); `context`: the `JobContext` its handlers may take;
+  `logline`: its one-line-per-event log.
 - `workers`: the workers table (who runs, last heartbeat, jobs in hand); `notify`: the
   jobs table's notification channel and a listener thread. Their SQL is in `sql/workers.sql`.
 - `limits`: the queue's limits (payload size, lease, error text) and the checks of its inputs.
@@ -15,7 +16,7 @@ This part imports only the ground floor (`cachequeue.checks`, `db`, `errors`, `s
 never `cachequeue.cache` or `cachequeue.course`.
 """
 
-from . import context, jobs, limits, logline, notify, retry, runner, worker, workers
+from . import context, inflight, jobs, limits, logline, notify, retry, runner, worker, workers
 from .context import JobContext
 from .jobs import Claim, JobStatus
 from .retry import PermanentError, RetryableError, RetryPolicy
@@ -30,6 +31,7 @@ __all__ = [
     "RetryableError",
     "Worker",
     "context",
+    "inflight",
     "jobs",
     "limits",
     "logline",

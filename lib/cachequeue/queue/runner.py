@@ -32,34 +32,22 @@ import select
 import socket
 import threading
 import time
-import uuid
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 
 from ..checks import check_bool, check_callable, check_int, check_seconds, check_text
 from . import jobs, workers
-from .context import HANDED_BACK, LOST, JobContext, takes_context
+from .inflight import InFlight
 from .limits import check_lease
 from .logline import LOGGER, log_line
 from .notify import CONNECTION_ERRORS, JobEvent, Listener, one_line
 from .retry import RetryPolicy
-from .worker import Result, check_handlers, execute, record
+from .worker import check_handlers
 
 __all__ = ["Worker"]
-
-# How a report ended, as the log and the stats name it (worker.record's outcome -> event).
-_EVENTS = {"done": "finished", "pending": "retrying", "failed": "failed", "lost": "rejected"}
-
-
-@dataclass
-class _Running:
-    claim: jobs.Claim
-    ctx: JobContext
-    unsure: bool = False  # a report was sent but the connection dropped before the answer
 
 
 class Worker:
@@ -71,8 +59,9 @@ class Worker:
     lease renewals (default lease / 3; 0 turns renewal off, for demonstrations only).
     `stats` counts: claimed, finished, retrying, failed, rejected (a report refused because
     the lease was lost), lost (a heartbeat found the lease gone), released (handed back),
-    abandoned (could not be handed back: the database was unreachable), disconnects and
-    statements (sent by the loop; the listener's are in `listener_statements`).
+    abandoned (could not be handed back: the database was unreachable), disconnects (lost
+    or refused connections) and statements (sent by the loop; the listener's are in
+    `listener_statements`).
     """
 
     def __init__(self, connect: Callable[[], psycopg.Connection],
@@ -84,8 +73,6 @@ class Worker:
                  rng: random.Random | None = None) -> None:
         self._connect = check_callable(connect, "connect", "a callable returning a connection")
         self._kinds = check_handlers(handlers, kinds)
-        self._handlers = dict(handlers)
-        self._with_ctx = {kind: takes_context(h) for kind, h in self._handlers.items()}
         self.name = check_text(name if name is not None else f"{socket.gethostname()}-{os.getpid()}",
                                "name")
         self._concurrency = check_int(concurrency, "concurrency", minimum=1, maximum=1000)
@@ -98,16 +85,20 @@ class Worker:
                              f"({self._lease:g} s), or 0 to turn renewal off")
         self._shutdown_timeout = check_seconds(shutdown_timeout, "shutdown_timeout",
                                                allow_zero=True, upper=24 * 3600.0)
-        self._policy = policy
         self._listen = check_bool(listen, "listen")
         self._backoff = backoff or RetryPolicy(base=0.05, cap=2.0)
         self._rng = rng or random.Random()
         self.stats: Counter = Counter()
         self.ready = threading.Event()  # set once connected, registered and listening
+        # A socket pair, not os.pipe(): a handler thread that pokes after the loop closed it
+        # gets an error from the closed socket object, never a write into a reused fd.
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_w.setblocking(False)
+        self._wake_r.setblocking(False)
+        self._in_flight = InFlight(self.name, connect, handlers, poke=self._poke, log=self._log,
+                              stats=self.stats, policy=policy, rng=self._rng)
 
         self._conn: psycopg.Connection | None = None
-        self._in_flight: dict[uuid.UUID, _Running] = {}
-        self._results: deque[tuple[jobs.Claim, Result]] = deque()
         self._listener: Listener | None = None
         self._listening = False
         self._want_claim = True
@@ -115,14 +106,8 @@ class Worker:
         self._beat_soon = False
         self._next_claim_at = self._next_beat_at = self._reconnect_at = 0.0
         self._failures = 0
-        self._recording: uuid.UUID | None = None
         self._stop_requested = self._hand_back_now = False
         self._deadline: float | None = None
-        # A socket pair, not os.pipe(): a handler thread that pokes after the loop closed it
-        # gets an error from the closed socket object, never a write into a reused fd.
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_w.setblocking(False)
-        self._wake_r.setblocking(False)
         self._ran = False
 
     # ------------------------------------------------------------------ control
@@ -173,14 +158,15 @@ class Worker:
                     self._deadline = now + (0.0 if self._hand_back_now else self._shutdown_timeout)
                     self._log("stopping", in_hand=len(self._in_flight),
                               timeout=0 if self._hand_back_now else self._shutdown_timeout)
-                if self._stop_requested and not self._in_flight and not self._results:
+                idle = not self._in_flight and not self._in_flight.reports_waiting
+                if self._stop_requested and idle:
                     break
                 try:
                     self._step(now)
                 except CONNECTION_ERRORS as exc:
                     self._disconnected(exc)
                     if self._hand_back_due(time.monotonic()):
-                        self._abandon()
+                        self._in_flight.abandon()
                 self._sleep()
         finally:
             self._close()
@@ -193,9 +179,12 @@ class Worker:
             if now < self._reconnect_at and not self._hand_back_due(now):
                 return
             self._open()
-        self._record_results()
+        if self._in_flight.report(self._conn):
+            self._want_claim = self._want_claim or self._maybe_more  # a slot is free again
         if self._hand_back_due(now):
-            self._hand_back()
+            reason = ("worker stopped at once" if self._hand_back_now
+                      else f"worker stopped; still running after {self._shutdown_timeout:g} s")
+            self._in_flight.hand_back(self._conn, reason)
             return
         if self._heartbeat and (now >= self._next_beat_at or (self._beat_soon and self._in_flight)):
             self._beat(now)
@@ -209,7 +198,7 @@ class Worker:
 
     def _sleep(self) -> None:
         now = time.monotonic()
-        if self._results or (self._conn is not None and self._claim_wanted(now)):
+        if self._in_flight.reports_waiting or (self._conn is not None and self._claim_wanted(now)):
             return
         wake = [now + self._poll]
         if self._conn is None:
@@ -228,6 +217,9 @@ class Worker:
                 pass
         except BlockingIOError:
             pass
+
+    def _hand_back_due(self, now: float) -> bool:
+        return self._hand_back_now or (self._deadline is not None and now >= self._deadline)
 
     # ------------------------------------------------------------------ the database side
 
@@ -251,9 +243,7 @@ class Worker:
             with contextlib.suppress(Exception):  # already broken; closing is best effort
                 self._conn.close()
             self._conn = None
-        if self._recording is not None and self._recording in self._in_flight:
-            self._in_flight[self._recording].unsure = True
-        self._recording = None
+        self._in_flight.connection_lost()
         self._failures += 1
         self.stats["disconnects"] += 1
         delay = self._backoff.delay(min(self._failures, 30), self._rng)
@@ -278,90 +268,15 @@ class Worker:
         self.stats["statements"] += 1
         self._maybe_more = len(claims) == free
         for claim in claims:
-            self._start(claim)
-
-    def _start(self, claim: jobs.Claim) -> None:
-        ctx = JobContext(claim, self.name, self._connect)
-        self._in_flight[claim.lease_token] = _Running(claim, ctx)
-        self.stats["claimed"] += 1
-        self._log("claimed", job=claim.job_id, attempt=claim.attempt, kind=claim.kind)
-        args = (claim.payload, ctx) if self._with_ctx[claim.kind] else (claim.payload,)
-        threading.Thread(target=self._run_handler, args=(claim, self._handlers[claim.kind], args),
-                         name=f"cachequeue-job-{claim.job_id}", daemon=True).start()
-
-    def _run_handler(self, claim: jobs.Claim, handler: Callable[..., Any], args: tuple) -> None:
-        try:
-            result = execute(handler, *args)
-        except BaseException as exc:  # SystemExit or KeyboardInterrupt raised by a handler
-            result = Result(error=exc)
-        self._results.append((claim, result))
-        self._poke()
-
-    def _record_results(self) -> None:
-        while self._results:
-            claim, result = self._results[0]
-            running = self._in_flight.get(claim.lease_token)
-            if running is not None:
-                self._recording = claim.lease_token
-                outcome = record(self._conn, claim, result, policy=self._policy, rng=self._rng)
-                self.stats["statements"] += 1
-                if outcome == "lost" and running.unsure:
-                    outcome = self._settled(claim) or outcome
-                self._recording = None
-                del self._in_flight[claim.lease_token]
-                self._want_claim = self._want_claim or self._maybe_more
-                event = _EVENTS[outcome]
-                self.stats[event] += 1
-                fields = {"job": claim.job_id, "attempt": claim.attempt}
-                if result.error is not None:
-                    fields["error"] = one_line(result.error)
-                self._log(event, **fields)
-            self._results.popleft()
-
-    def _settled(self, claim: jobs.Claim) -> str | None:
-        """After a report whose answer was lost with the connection: what it did, if it did."""
-        self.stats["statements"] += 1
-        for row in jobs.history(self._conn, claim.job_id):
-            if row["lease_token"] == claim.lease_token:
-                return {"done": "done", "retry": "pending", "failed": "failed"}.get(row["outcome"])
-        return None
+            self._in_flight.start(claim)
 
     def _beat(self, now: float) -> None:
         self._beat_soon = False
         self._next_beat_at = now + self._heartbeat
-        running = [r for r in self._in_flight.values() if not r.ctx.should_stop()]
-        held = workers.beat(self._conn, self.name, [r.claim for r in running], self._lease)
+        claims = self._in_flight.to_renew()
+        held = workers.beat(self._conn, self.name, claims, self._lease)
         self.stats["statements"] += 1
-        for r in running:
-            if r.claim.lease_token not in held:
-                r.ctx.halt(LOST)
-                self.stats["lost"] += 1
-                self._log("lost", job=r.claim.job_id, attempt=r.claim.attempt)
-
-    def _hand_back_due(self, now: float) -> bool:
-        return self._hand_back_now or (self._deadline is not None and now >= self._deadline)
-
-    def _hand_back(self) -> None:
-        reason = ("worker stopped at once" if self._hand_back_now
-                  else f"worker stopped; still running after {self._shutdown_timeout:g} s")
-        for token, running in list(self._in_flight.items()):
-            running.ctx.halt(HANDED_BACK)
-            released = jobs.release(self._conn, running.claim, reason)
-            self.stats["statements"] += 1
-            del self._in_flight[token]
-            event = "handed-back" if released else "lost"
-            self.stats["released" if released else "lost"] += 1
-            self._log(event, job=running.claim.job_id, attempt=running.claim.attempt)
-        self._results.clear()
-
-    def _abandon(self) -> None:
-        """Hand-back is due but the database is unreachable: leave the jobs to lease expiry."""
-        for running in self._in_flight.values():
-            running.ctx.halt(HANDED_BACK)
-            self.stats["abandoned"] += 1
-            self._log("abandoned", job=running.claim.job_id, attempt=running.claim.attempt)
-        self._in_flight.clear()
-        self._results.clear()
+        self._in_flight.renewed(claims, held)
 
     def _on_event(self, event: JobEvent | None) -> None:
         """From the listener thread: only flags and a wake-up byte."""
@@ -380,11 +295,9 @@ class Worker:
         if self._listener is not None:
             self._listener.stop()
         if self._conn is not None:
-            try:
+            with contextlib.suppress(*CONNECTION_ERRORS):
                 workers.deregister(self._conn, self.name)
                 self.stats["statements"] += 1
-            except CONNECTION_ERRORS:
-                pass
             self._conn.close()
             self._conn = None
         self._wake_r.close()
