@@ -134,6 +134,8 @@ def test_a_refused_fail_and_finish_many_are_noted_too(conn, conn2):
 
 def test_the_workers_table_shows_who_holds_what_and_beat_renews_in_one_statement(conn, conn2):
     at(conn, 0)
+    workers.install(conn)
+    workers.install(conn)  # again: nothing changes
     workers.register(conn, "w1", pid=101, host="h")
     workers.register(conn, "w2", pid=202, host="h")
     for n in range(3):
@@ -162,7 +164,16 @@ def test_the_workers_table_shows_who_holds_what_and_beat_renews_in_one_statement
             for r in workers.status(conn)}["w1"] == (T0, None)
 
 
+def test_a_fresh_schema_has_no_workers_table_until_install(conn):
+    tables = "SELECT count(*) FROM pg_class WHERE relname IN ('workers', 'worker_status')" \
+             " AND relnamespace = current_schema()::regnamespace"
+    assert conn.execute(tables).fetchone()[0] == 0
+    workers.install(conn)
+    assert conn.execute(tables).fetchone()[0] == 2
+
+
 def test_beat_refuses_claims_of_another_schema(conn, schema):
+    workers.install(conn)
     jobs.submit(conn, tenant_id=1, kind="noop", payload={})
     claim = dataclasses.replace(jobs.claim(conn), schema=schema + "_other")
     with pytest.raises(ForeignClaim):

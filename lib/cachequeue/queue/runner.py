@@ -109,6 +109,7 @@ class Worker:
         self._stop_requested = self._hand_back_now = False
         self._deadline: float | None = None
         self._ran = False
+        self._installed = False
 
     # ------------------------------------------------------------------ control
 
@@ -226,6 +227,10 @@ class Worker:
     def _open(self) -> None:
         conn = self._connect()
         try:
+            if not self._installed:  # the workers table, once per worker (IF NOT EXISTS)
+                workers.install(conn)
+                self._installed = True
+                self.stats["statements"] += 1
             workers.register(conn, self.name)
         except BaseException:
             conn.close()

@@ -1,8 +1,9 @@
 """The workers table: who is running, since when, when last heard from, and what it holds.
 
-A long-running worker (`runner.Worker`) registers itself when it starts, calls `beat` on
-every heartbeat (which also renews the leases of every job it holds, in one statement), and
-`deregister`s when it stops on purpose. `status(conn)` is the operator's view: one row per
+The table is not part of a fresh chapter schema: `install(conn)` creates it, and every
+`runner.Worker` calls that when it first connects. A worker registers itself when it
+starts, calls `beat` on every heartbeat (which also renews the leases of every job it
+holds, in one statement), and `deregister`s when it stops on purpose. `status(conn)` is the operator's view: one row per
 worker with the running jobs locked in its name. Statements are in `sql/workers.sql`.
 """
 
@@ -22,9 +23,16 @@ from ..errors import ForeignClaim
 from .jobs import Claim
 from .limits import check_lease
 
-__all__ = ["beat", "deregister", "register", "status"]
+__all__ = ["beat", "deregister", "install", "register", "status"]
 
 _QUERIES = sqlfile.load(__package__, "workers.sql")
+
+
+def install(conn: psycopg.Connection) -> None:
+    """Create the workers table and the worker_status view in the connection's schema
+    unless they exist (`sql/workers_table.sql`). Safe to call from many workers at once."""
+    with conn.transaction():
+        conn.execute(sqlfile.read(__package__, "workers_table.sql"))
 
 
 def register(conn: psycopg.Connection, name: str, *, pid: int | None = None,

@@ -108,31 +108,6 @@ CREATE TABLE job_audit (
 );
 CREATE INDEX job_audit_job ON job_audit (job_id);
 
--- Workers that run this schema's jobs (cachequeue.queue.runner.Worker, `cachequeue worker`).
--- A worker inserts its row when it starts (again, same name, when it is restarted),
--- refreshes last_heartbeat with every lease renewal (also while idle), and sets stopped_at
--- when it stops on purpose. A worker that was killed keeps its row: a last_heartbeat far in
--- the past is how an operator sees it. Jobs are held by name (jobs.locked_by).
-CREATE TABLE workers (
-    name           text PRIMARY KEY CHECK (name <> ''),
-    pid            integer NOT NULL,
-    host           text NOT NULL,
-    started_at     timestamptz NOT NULL,
-    last_heartbeat timestamptz NOT NULL,
-    stopped_at     timestamptz
-);
-
--- Who holds what: each worker with the running jobs locked in its name (expired leases
--- included, until another worker takes them over).
-CREATE VIEW worker_status AS
-SELECT w.name, w.pid, w.host, w.started_at, w.last_heartbeat, w.stopped_at,
-       count(j.id)::integer AS jobs_in_hand,
-       coalesce(array_agg(j.id ORDER BY j.id) FILTER (WHERE j.id IS NOT NULL), '{}') AS job_ids
-FROM workers w
-LEFT JOIN jobs j ON j.state = 'running' AND j.locked_by = w.name
-GROUP BY w.name
-ORDER BY w.name;
-
 -- Notifications: the contract that workers (wake-up) and the HTTP service (server-sent
 -- events) rely on. Every insert into jobs, and every update that changes a job's state or
 -- its attempts (a claim, finish, fail, cancel, retry, release; a takeover of an expired
