@@ -15,6 +15,7 @@ Command line: `python -m cachequeue.embedded start|stop|status|url`.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import os
@@ -172,6 +173,7 @@ class Throwaway:
         _pg("initdb", "-D", str(self.data), "--auth=trust", "--encoding=utf8", "-U", "postgres",
             "--no-sync")
         self.url = f"postgresql://postgres@/postgres?host={self.socket_dir}"
+        atexit.register(self.close)  # a kernel restarted mid-section leaves no server behind
         self.start()
 
     @property

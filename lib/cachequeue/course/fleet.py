@@ -11,6 +11,8 @@ notebook acts at the exact moment a handler started, without sleeping. `kill()` 
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import signal
 import subprocess
@@ -132,6 +134,8 @@ class Fleet:
         self.workers: dict[str, WorkerProcess] = {}
         self.marks: list[dict[str, Any]] = []
         self.changed = threading.Condition()  # notified on every line any worker logs
+        # A notebook whose kernel is restarted mid-section must not leave workers behind.
+        atexit.register(self.close)
 
     def command(self, name: str, **options: Any) -> list[str]:
         """The command line of worker `name`: options become flags (lease=2 -> --lease 2;
@@ -168,8 +172,9 @@ class Fleet:
         """Stop every worker still running (SIGKILL) and return each one's exit status."""
         for worker in self.workers.values():
             if worker.running:
-                os.kill(worker.pid, signal.SIGCONT)  # a paused process must be able to die
-                os.kill(worker.pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):  # it may exit meanwhile
+                    os.kill(worker.pid, signal.SIGCONT)  # a paused process must be able to die
+                    os.kill(worker.pid, signal.SIGKILL)
         return {name: w.wait(timeout) for name, w in self.workers.items()}
 
     def find(self, event: str, **fields: Any) -> list[dict[str, Any]]:
