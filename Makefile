@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help setup db db-stop lab test lint execute student bench clean site present
+.PHONY: help setup db db-stop lab test lint execute student bench chaos clean site present
 
 help:
 	@echo "make lab      set up (.venv, database) and open JupyterLab on notebooks/"
@@ -21,7 +21,8 @@ help:
 	@echo "make student  write student copies to build/student/"
 	@echo "make site     build the course site offline into build/site/ (open build/site/index.html)"
 	@echo "make present CH=03  slides of one chapter (reveal.js, offline; S shows speaker notes)"
-	@echo "make bench    run the benchmarks in bench/ (JSON on stdout; about 12 minutes)"
+	@echo "make bench    run the benchmarks in bench/ (JSON on stdout; about 15 minutes)"
+	@echo "make chaos    2,000 jobs, workers killed and paused, a server restart (JSON; about 1 minute)"
 	@echo "make db-stop  stop the embedded PostgreSQL and the embedded Redis"
 
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
@@ -84,6 +85,10 @@ present: $(SITE)
 bench: $(DEV) db
 	$(PIP) -e '.[dev,bench]'
 	@for script in bench/*.py; do $(BIN)/python $$script || exit 1; done
+
+# The full-size chaos run on a private throw-away server (make test runs a small one).
+chaos: $(DEV)
+	$(BIN)/python bench/chaos.py $(CHAOS_ARGS)
 
 clean:
 	rm -rf build .pytest_cache

@@ -89,12 +89,16 @@ def schema_name(name: str) -> str:
     return full
 
 
-def connect(schema: str | None = None, **kwargs: Any) -> psycopg.Connection:
+def connect(schema: str | None = None, *, url: str | None = None,
+            **kwargs: Any) -> psycopg.Connection:
     """Open an autocommit connection; with `schema`, its search_path is that schema only.
 
-    Extra keyword arguments go to `psycopg.connect` (for example `row_factory`).
+    `url` picks another server than database_url() (a private throw-away instance of
+    `embedded.Throwaway`). Extra keyword arguments go to `psycopg.connect` (for example
+    `row_factory`).
     """
-    url = database_url()
+    given = url is not None
+    url = database_url() if url is None else url
     # UTC everywhere: timestamps print the same on every server and laptop.
     options = "-c TimeZone=UTC"
     if schema is not None:
@@ -105,7 +109,8 @@ def connect(schema: str | None = None, **kwargs: Any) -> psycopg.Connection:
     try:
         return psycopg.connect(url, **kwargs)
     except psycopg.OperationalError as exc:
-        where = "the embedded server" if not os.environ.get("DATABASE_URL") else "DATABASE_URL"
+        where = ("the given URL" if given else
+                 "the embedded server" if not os.environ.get("DATABASE_URL") else "DATABASE_URL")
         reason = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         raise DatabaseUnavailable(
             f"cannot connect to PostgreSQL ({where}): {reason}. Check that the server is "

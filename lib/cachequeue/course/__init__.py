@@ -4,6 +4,8 @@
   documents, permission views), `documents` (an in-memory store with versions), `summariser`
   (a slow, deterministic "model"), `reading` (summaries read through a cache, in the
   chapter's right and wrong variants), `data` (the sample CSVs, shipped as package data);
+- real worker processes: `handlers` (the `effect` handler: a vendor call, a charge booked
+  once per business key, a "started" report), `fleet` (start, watch, kill, stop workers);
 - probes of what goes wrong: `naive` (read-then-update claims, SKIP LOCKED in a report),
   `horizon` (what an open transaction holds: xid, snapshot, row lock, dead rows),
   `timers` (in-process timers die with their process), `ttldict` (a TTL-only map),
@@ -24,7 +26,9 @@ __all__ = [
     "access",
     "data",
     "documents",
+    "fleet",
     "frames",
+    "handlers",
     "horizon",
     "lab",
     "lockstep",

@@ -1,27 +1,43 @@
 """The PostgreSQL job queue: production-shaped, with no teaching apparatus in it.
 
 - `jobs`: submit, claim (one statement, FOR UPDATE SKIP LOCKED), heartbeat, finish, fail,
-  cancel, retry, status. Its SQL is in `sql/queue.sql` (tables) and `sql/queries.sql`.
+  release, cancel, retry, status. Its SQL is in `sql/queue.sql` (tables) and `sql/queries.sql`.
 - `retry`: `RetryPolicy` (exponential backoff with full jitter) and the error classes.
-- `worker`: the single pass `run_once` and `drain`.
+- `worker`: the single pass `run_once` and `drain` (and their steps `execute`, `record`).
+- `runner`: `Worker`, the long-running worker: handler threads, heartbeats, graceful
+  shutdown with hand-back, reconnects, wake-up by LISTEN/NOTIFY. `inflight`: the jobs it
+  holds (threads, reports, hand-back); `context`: the `JobContext` its handlers may take;
+  `logline`: its one-line-per-event log.
+- `workers`: the workers table (who runs, last heartbeat, jobs in hand); `notify`: the
+  jobs table's notification channel and a listener thread. Their SQL is in `sql/workers.sql`.
 - `limits`: the queue's limits (payload size, lease, error text) and the checks of its inputs.
 
 This part imports only the ground floor (`cachequeue.checks`, `db`, `errors`, `sqlfile`, ...);
 never `cachequeue.cache` or `cachequeue.course`.
 """
 
-from . import jobs, limits, retry, worker
+from . import context, inflight, jobs, limits, logline, notify, retry, runner, worker, workers
+from .context import JobContext
 from .jobs import Claim, JobStatus
 from .retry import PermanentError, RetryableError, RetryPolicy
+from .runner import Worker
 
 __all__ = [
     "Claim",
+    "JobContext",
     "JobStatus",
     "PermanentError",
     "RetryPolicy",
     "RetryableError",
+    "Worker",
+    "context",
+    "inflight",
     "jobs",
     "limits",
+    "logline",
+    "notify",
     "retry",
+    "runner",
     "worker",
+    "workers",
 ]

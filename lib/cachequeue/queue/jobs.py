@@ -40,7 +40,7 @@ from .retry import RetryPolicy
 __all__ = [
     "MAX_ERROR_CHARS", "MAX_LEASE", "MAX_PAYLOAD_BYTES", "Claim", "JobStatus", "audit", "cancel",
     "claim", "claim_many", "fail", "finish", "finish_many", "heartbeat", "history", "query",
-    "retry", "status", "submit",
+    "release", "retry", "status", "submit",
 ]
 
 
@@ -193,8 +193,9 @@ def finish(conn: psycopg.Connection, claim: Claim, output: Any) -> bool:
     """Record `output` (JSON, at most MAX_PAYLOAD_BYTES) and mark the job done, in one statement.
 
     Succeeds only while this attempt holds an unexpired lease on a running job. Returns
-    False, writing nothing, when the lease was lost (expired, reclaimed), the job was
-    cancelled, or the token is not the job's. The result row is unique per job.
+    False when the lease was lost (expired, reclaimed), the job was cancelled, or the token
+    is not the job's: nothing is written but a note on this attempt's own row
+    (`rejected_report`, see history). The result row is unique per job.
     """
     params = _claim_params(conn, claim) | {"output": to_json(output, "output")}
     return _run_with_claim(conn, "finish", claim, params)[0] == 1
@@ -236,7 +237,8 @@ def fail(conn: psycopg.Connection, claim: Claim, error: BaseException | str, *,
     would start after the deadline (the job's, or created_at + policy.deadline); otherwise
     'pending' with run_after = cq_now() + policy.delay(attempt, rng). Without a policy the
     delays are those of RetryPolicy() and only the job's own limits apply. None when the
-    lease was lost (nothing written). The error text is kept, cut to MAX_ERROR_CHARS.
+    lease was lost (nothing written but the refusal on this attempt's row, as for finish).
+    The error text is kept, cut to MAX_ERROR_CHARS.
     """
     if policy is not None:
         check_instance(policy, "policy", RetryPolicy)
@@ -263,6 +265,20 @@ def cancel(conn: psycopg.Connection, *, tenant_id: int, job_id: int, actor: str,
     params = {"tenant_id": check_int(tenant_id, "tenant_id"), "job_id": check_int(job_id, "job_id"),
               "actor": check_text(actor, "actor"), "reason": check_text(reason, "reason", limit=1000)}
     return conn.execute(_QUERIES["cancel"].sql, params).fetchone()[0] == 1
+
+
+def release(conn: psycopg.Connection, claim: Claim, reason: str) -> bool:
+    """Hand a held job back, for a worker that stops before the job is done; True if it was.
+
+    The job is pending again at once (no backoff: nothing went wrong with it), and this
+    attempt is closed with outcome 'released' and `reason` as its error. Attempts stay
+    counted (the attempt happened), and max_attempts goes up by one with them, so a
+    hand-back never uses up one of the job's retries. False, writing nothing, when the
+    lease was already lost. The handler may still be running: it must not publish
+    anything after this (its finish would be refused by the lease token anyway).
+    """
+    params = _claim_params(conn, claim) | {"reason": check_text(reason, "reason", limit=1000)}
+    return _run_with_claim(conn, "release", claim, params)[0] == 1
 
 
 def retry(conn: psycopg.Connection, *, tenant_id: int, job_id: int, actor: str, reason: str,
@@ -295,7 +311,9 @@ def _rows(conn: psycopg.Connection, name: str, job_id: int | None) -> list[dict]
 
 def history(conn: psycopg.Connection, job_id: int | None = None) -> list[dict]:
     """Attempt rows (job_id, attempt, lease_token, worker, started_at, finished_at, outcome,
-    error), ordered by job and attempt; of one job, or of every job when job_id is None."""
+    error, rejected_report, rejected_at), ordered by job and attempt; of one job, or of
+    every job when job_id is None. `rejected_report` ('finish' or 'fail') says that this
+    attempt's holder reported after it had lost its lease, and was refused."""
     return _rows(conn, "history", job_id)
 
 

@@ -167,6 +167,15 @@ closed AS (
     UPDATE job_attempts
     SET finished_at = (SELECT now FROM clock), outcome = 'done'
     WHERE lease_token = %(lease_token)s AND job_id IN (SELECT id FROM owned)
+),
+-- Refused (the lease was lost): say so on the holder's own attempt row, once. A forged
+-- token matches no row; an attempt that did finish (a repeated report) is left alone.
+refused AS (
+    UPDATE job_attempts
+    SET rejected_report = 'finish', rejected_at = (SELECT now FROM clock)
+    WHERE job_id = %(job_id)s AND lease_token = %(lease_token)s
+      AND NOT EXISTS (SELECT 1 FROM owned) AND outcome IS DISTINCT FROM 'done'
+      AND rejected_report IS NULL AND current_schema() = %(schema)s
 )
 SELECT (SELECT count(*) FROM owned) AS finished, current_schema() AS schema;
 
@@ -200,6 +209,15 @@ closed AS (
     SET finished_at = (SELECT now FROM clock), outcome = 'done'
     FROM owned o
     WHERE a.lease_token = o.lease_token
+),
+refused AS (
+    UPDATE job_attempts a
+    SET rejected_report = 'finish', rejected_at = (SELECT now FROM clock)
+    FROM given g
+    WHERE a.job_id = g.job_id AND a.lease_token = g.lease_token
+      AND g.lease_token NOT IN (SELECT lease_token FROM owned)
+      AND a.outcome IS DISTINCT FROM 'done' AND a.rejected_report IS NULL
+      AND current_schema() = %(schema)s
 )
 SELECT coalesce((SELECT array_agg(id) FROM owned), '{}') AS finished,
        current_schema() AS schema;
@@ -248,6 +266,15 @@ closed AS (
         error = %(error)s::text
     FROM decided d
     WHERE a.job_id = d.id AND a.lease_token = %(lease_token)s
+),
+-- Refused (the lease was lost): say so on the holder's own attempt row, as finish does.
+refused AS (
+    UPDATE job_attempts
+    SET rejected_report = 'fail', rejected_at = (SELECT now FROM clock)
+    WHERE job_id = %(job_id)s AND lease_token = %(lease_token)s
+      AND NOT EXISTS (SELECT 1 FROM held) AND outcome IS DISTINCT FROM 'retry'
+      AND outcome IS DISTINCT FROM 'failed'
+      AND rejected_report IS NULL AND current_schema() = %(schema)s
 )
 SELECT (SELECT state::text FROM moved) AS state, current_schema() AS schema;
 
@@ -283,6 +310,38 @@ audited AS (
     FROM target
 )
 SELECT count(*) AS cancelled FROM moved;
+
+-- name: release
+-- Hand a held job back (a worker stopping): pending at once, the attempt closed 'released', the attempt given back.
+-- No backoff: nothing went wrong with the job. The claim raised attempts and it stays
+-- raised (attempt numbers name attempt rows); max_attempts goes up by one with it, so a
+-- hand-back never uses up a retry and a job handed back on its last attempt can run again.
+WITH clock AS MATERIALIZED (
+    SELECT cq_now() AS now
+),
+held AS (
+    SELECT id
+    FROM jobs
+    WHERE id = %(job_id)s AND lease_token = %(lease_token)s AND state = 'running'
+      AND locked_until > (SELECT now FROM clock) AND current_schema() = %(schema)s
+    FOR UPDATE
+),
+moved AS (
+    UPDATE jobs j
+    SET state = 'pending', run_after = (SELECT now FROM clock),
+        max_attempts = j.max_attempts + 1,
+        lease_token = NULL, locked_until = NULL, locked_by = NULL
+    FROM held h
+    WHERE j.id = h.id
+    RETURNING j.id
+),
+closed AS (
+    UPDATE job_attempts a
+    SET finished_at = (SELECT now FROM clock), outcome = 'released', error = %(reason)s::text
+    FROM held h
+    WHERE a.job_id = h.id AND a.lease_token = %(lease_token)s
+)
+SELECT (SELECT count(*) FROM moved) AS released, current_schema() AS schema;
 
 -- name: retry
 -- Put a failed job of this tenant back to pending with a fresh attempt budget; same job id, audited.
@@ -331,7 +390,8 @@ WHERE j.id = %(job_id)s AND j.tenant_id = %(tenant_id)s;
 
 -- name: history
 -- The attempt rows (of one job, or of all jobs), in order.
-SELECT job_id, attempt, lease_token, worker, started_at, finished_at, outcome, error
+SELECT job_id, attempt, lease_token, worker, started_at, finished_at, outcome, error,
+       rejected_report, rejected_at
 FROM job_attempts
 WHERE %(job_id)s::bigint IS NULL OR job_id = %(job_id)s::bigint
 ORDER BY job_id, attempt;

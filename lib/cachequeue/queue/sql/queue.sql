@@ -2,10 +2,13 @@
 
 -- Lifecycle of a job. Who moves a job into and out of each state:
 --   pending   : submit() creates it; fail() puts it back (retryable error, attempts left);
---               retry() puts a failed job back by hand. claim() moves it to running.
+--               release() puts it back at once (a hand-back is not a failure: it raises
+--               max_attempts by one, so the job keeps every retry it had); retry() puts a
+--               failed job back by hand. claim() moves it to running.
 --   running   : claim() sets it with a fresh lease token and locked_until. finish() moves
---               it to done, fail() to pending or failed, cancel() to cancelled. When the
---               lease expires, claim() may take it again (a new attempt, a new token).
+--               it to done, fail() to pending or failed, cancel() to cancelled, release()
+--               (a worker shutting down hands it back) to pending at once. When the lease
+--               expires, claim() may take it again (a new attempt, a new token).
 --   done      : finish() or finish_many() only, in the statement that writes the result
 --               row. Final.
 --   failed    : fail() when the error is permanent, the attempts are used up or the
@@ -60,18 +63,27 @@ CREATE INDEX jobs_lease_expiry ON jobs (locked_until, id) WHERE state = 'running
 
 -- One row per attempt: the job id names the user's intent, the lease token names one try.
 -- claim() inserts the row (outcome NULL while running); finish() closes it 'done', fail()
--- 'retry' or 'failed', cancel() 'cancelled', and the claim that takes over or fails an
--- expired lease closes it 'expired' at the old locked_until.
+-- 'retry' or 'failed', cancel() 'cancelled', release() 'released' (handed back by a worker
+-- that stopped), and the claim that takes over or fails an expired lease closes it
+-- 'expired' at the old locked_until.
+-- A holder that reports after it lost its lease (the GC-pause case: it was stopped, its
+-- lease expired, someone else took over) is refused by the lease token; finish() or fail()
+-- then note the refused report on the holder's own attempt row (rejected_report, when),
+-- and change nothing else.
 CREATE TABLE job_attempts (
-    job_id      bigint NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
-    attempt     integer NOT NULL CHECK (attempt >= 1),
-    lease_token uuid NOT NULL UNIQUE,
-    worker      text,
-    started_at  timestamptz NOT NULL,
-    finished_at timestamptz,
-    outcome     text CHECK (outcome IN ('done', 'retry', 'failed', 'expired', 'cancelled')),
-    error       text,
-    PRIMARY KEY (job_id, attempt)
+    job_id          bigint NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+    attempt         integer NOT NULL CHECK (attempt >= 1),
+    lease_token     uuid NOT NULL UNIQUE,
+    worker          text,
+    started_at      timestamptz NOT NULL,
+    finished_at     timestamptz,
+    outcome         text CHECK (outcome IN ('done', 'retry', 'failed', 'expired', 'cancelled',
+                                            'released')),
+    error           text,
+    rejected_report text CHECK (rejected_report IN ('finish', 'fail')),
+    rejected_at     timestamptz,
+    PRIMARY KEY (job_id, attempt),
+    CONSTRAINT rejected_has_time CHECK ((rejected_report IS NULL) = (rejected_at IS NULL))
 );
 
 -- The result of a job: at most one row per job, written in finish()'s transaction.
@@ -95,3 +107,39 @@ CREATE TABLE job_audit (
     detail    jsonb NOT NULL DEFAULT '{}'
 );
 CREATE INDEX job_audit_job ON job_audit (job_id);
+
+-- Notifications: the contract that workers (wake-up) and the HTTP service (server-sent
+-- events) rely on. Every insert into jobs, and every update that changes a job's state or
+-- its attempts (a claim, finish, fail, cancel, retry, release; a takeover of an expired
+-- lease changes attempts only), sends pg_notify on the channel job_channel(<schema>)
+-- (`cq_jobs_<schema>`, or `cq_jobs_<md5 of schema>` when that would exceed PostgreSQL's
+-- 63-byte channel names) with a small JSON payload:
+--     {"job_id": 7, "tenant_id": 1, "kind": "noop", "state": "pending", "attempts": 0}
+-- Notifications are delivered at commit, to sessions that LISTEN (queue.notify.listen);
+-- a rolled-back change sends none. They are a hint to look, never the record: a listener
+-- that was disconnected misses them, so readers re-read the jobs table after (re)connecting.
+CREATE FUNCTION job_channel(schema_name text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN octet_length('cq_jobs_' || schema_name) <= 63
+                THEN 'cq_jobs_' || schema_name
+                ELSE 'cq_jobs_' || md5(schema_name) END
+$$;
+
+-- search_path is pinned to this schema, so the trigger finds job_channel() whatever the
+-- search_path of the session that changed the row.
+CREATE FUNCTION jobs_notify() RETURNS trigger
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    PERFORM pg_notify(job_channel(TG_TABLE_SCHEMA), json_build_object(
+        'job_id', NEW.id, 'tenant_id', NEW.tenant_id, 'kind', NEW.kind,
+        'state', NEW.state, 'attempts', NEW.attempts)::text);
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER jobs_notify_insert AFTER INSERT ON jobs
+    FOR EACH ROW EXECUTE FUNCTION jobs_notify();
+CREATE TRIGGER jobs_notify_change AFTER UPDATE OF state, attempts ON jobs
+    FOR EACH ROW
+    WHEN (OLD.state IS DISTINCT FROM NEW.state OR OLD.attempts IS DISTINCT FROM NEW.attempts)
+    EXECUTE FUNCTION jobs_notify();

@@ -1,0 +1,139 @@
+"""`cachequeue worker`: run a `queue.Worker` in this process until SIGTERM or SIGINT.
+
+    cachequeue worker --schema ch06 --handlers myapp.jobs:HANDLERS --concurrency 4
+
+`--handlers MODULE:ATTR` names an importable mapping {kind: callable}. The database is
+DATABASE_URL, else the embedded server, as everywhere in the course; `--schema` is a chapter
+name (CACHEQUEUE_SCHEMA_SUFFIX applies, as in `db.connect`). One log line per event goes to
+stderr (`<UTC time> <worker> <event> key=value ...`, see `queue.logline`).
+
+Signals are handled here, at the edge, and nowhere else: the first SIGTERM or SIGINT calls
+`Worker.stop()` (stop claiming; running jobs get --shutdown-timeout seconds, then are
+handed back), a second one calls `Worker.stop_now()` (hand back at once). Exit status 0
+when the worker stopped with nothing handed back, 3 when it handed jobs back (or had to
+leave them to lease expiry), 1 on an unexpected error, 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .. import db
+from ..errors import ConfigurationError
+from ..queue import Worker
+from ..queue.logline import LOGGER, formatter, log_line
+from ..queue.notify import one_line
+from .base import EXIT_HANDED_BACK, Command, UsageError
+
+__all__ = ["COMMAND", "load_handlers"]
+
+
+def load_handlers(spec: str) -> Mapping[str, Callable[..., Any]]:
+    """The mapping named by "MODULE:ATTR" (e.g. "cachequeue.course.handlers:HANDLERS");
+    UsageError, with a one-line reason, when it cannot be imported or is not a mapping."""
+    module_name, colon, attr = spec.partition(":")
+    if not colon or not module_name or not attr:
+        raise UsageError(f"--handlers must look like MODULE:ATTR, got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageError(f"cannot import handler module {module_name!r}: {exc}") from None
+    try:
+        handlers = getattr(module, attr)
+    except AttributeError:
+        raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from None
+    if not isinstance(handlers, Mapping):
+        raise UsageError(f"{spec} must be a mapping {{kind: callable}}, "
+                         f"got {type(handlers).__name__}")
+    return handlers
+
+
+def _kinds(text: str) -> list[str]:
+    kinds = [k.strip() for k in text.split(",")]
+    if not all(kinds):
+        raise argparse.ArgumentTypeError(f"a comma-separated list of kinds, got {text!r}")
+    return kinds
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--schema", required=True, help="the chapter schema whose jobs to run")
+    parser.add_argument("--handlers", required=True, metavar="MODULE:ATTR",
+                        help="an importable mapping {kind: callable(payload[, ctx])}")
+    parser.add_argument("--concurrency", type=int, default=1, metavar="N",
+                        help="jobs run at once, each in its own thread (default 1)")
+    parser.add_argument("--lease", type=float, default=30.0, metavar="S",
+                        help="seconds a claim holds a job unless renewed (default 30)")
+    parser.add_argument("--poll", type=float, default=1.0, metavar="S",
+                        help="look for work at least this often (default 1; expired leases "
+                             "and due retries are found this way)")
+    parser.add_argument("--heartbeat", type=float, default=None, metavar="S",
+                        help="seconds between lease renewals (default lease/3; 0 = never, "
+                             "for demonstrations)")
+    parser.add_argument("--shutdown-timeout", type=float, default=30.0, metavar="S",
+                        help="after SIGTERM, how long running jobs may take before they are "
+                             "handed back (default 30)")
+    parser.add_argument("--kinds", type=_kinds, default=None, metavar="A,B",
+                        help="claim only these kinds (default: every kind in --handlers)")
+    parser.add_argument("--name", default=None, metavar="W",
+                        help="the worker's name in the workers table (default host-pid)")
+    parser.add_argument("--no-listen", dest="listen", action="store_false",
+                        help="do not LISTEN for new jobs: find them by polling only")
+
+
+def prepare(args: argparse.Namespace) -> Callable[[], int]:
+    """Check every argument without touching the database; return the function that runs."""
+    try:
+        db.schema_name(args.schema)  # the same check db.connect makes
+        if os.environ.get("DATABASE_URL", "").strip():
+            db.database_url()  # only parses the URL; the embedded server is not started here
+    except (ValueError, ConfigurationError) as exc:
+        raise UsageError(str(exc)) from None
+    handlers = load_handlers(args.handlers)
+    try:
+        worker = Worker(lambda: db.connect(args.schema), handlers, name=args.name,
+                        concurrency=args.concurrency, lease=args.lease, poll=args.poll,
+                        heartbeat=args.heartbeat, shutdown_timeout=args.shutdown_timeout,
+                        kinds=args.kinds, listen=args.listen)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    return lambda: _run(worker)
+
+
+def _run(worker: Worker) -> int:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(formatter())
+    LOGGER.addHandler(handler)
+    LOGGER.setLevel(logging.INFO)
+    LOGGER.propagate = False
+
+    def on_signal(signum: int, frame: object) -> None:
+        # Only flags and a byte to a socket: safe whatever the main thread was doing.
+        if worker.stopping:
+            worker.stop_now()
+        else:
+            worker.stop()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, on_signal)
+    try:
+        stats = worker.run()
+    except Exception as exc:  # a bug or a broken schema: say it in one line and exit 1
+        LOGGER.error(log_line(worker.name, "error", error=one_line(exc)))
+        return 1
+    return EXIT_HANDED_BACK if stats["released"] or stats["abandoned"] else 0
+
+
+COMMAND = Command(
+    name="worker",
+    help="run jobs of one schema until SIGTERM (graceful) or a second signal (hand back now)",
+    add_arguments=add_arguments,
+    prepare=prepare,
+)
+

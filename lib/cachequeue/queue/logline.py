@@ -1,0 +1,76 @@
+"""The worker's log lines: one line per event, `<worker> <event> key=value ...`, and their parser.
+
+The long-running worker writes one line per event (starting, ready, claimed, finished,
+retrying, failed, rejected, lost, handed-back, abandoned, reconnecting, reconnected,
+stopping, stopped) through the logger `cachequeue.worker`; the `cachequeue worker` command
+sends them to stderr with a UTC timestamp in front. Values with spaces are JSON strings, so
+`parse` can read a line back: supervisors (tests, notebooks, the chaos run) wait for events
+by reading a worker's stderr instead of sleeping.
+
+>>> log_line("w1", "claimed", job=7, attempt=1)
+'w1 claimed job=7 attempt=1'
+>>> parse("2026-01-01T00:00:00.000Z w1 failed job=7 error=\\"TimeoutError: slow\\"")
+{'time': '2026-01-01T00:00:00.000Z', 'worker': 'w1', 'event': 'failed', 'job': 7, 'error': 'TimeoutError: slow'}
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from typing import Any
+
+__all__ = ["LOGGER", "formatter", "log_line", "parse"]
+
+LOGGER = logging.getLogger("cachequeue.worker")
+
+_PLAIN = re.compile(r"^[\w.,:/+-]+$")
+_FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
+_LINE = re.compile(r"^(?P<time>\d{4}-\d\d-\d\dT[\d:.]+Z) (?P<worker>\S+) (?P<event>[\w-]+)(?P<rest>.*)$")
+
+
+def _value(value: Any) -> str:
+    text = f"{value:.6g}" if isinstance(value, float) else str(value)
+    return text if _PLAIN.match(text) else json.dumps(text, ensure_ascii=False)
+
+
+def log_line(worker: str, event: str, **fields: Any) -> str:
+    """The message of one event: worker name, event, then key=value pairs in order."""
+    return " ".join([worker, event, *(f"{key}={_value(value)}" for key, value in fields.items())])
+
+
+def _read(text: str) -> Any:
+    if text.startswith('"'):
+        return json.loads(text)
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return {"True": True, "False": False}.get(text, text)
+
+
+def parse(line: str) -> dict[str, Any] | None:
+    """A formatted line as a dict (time, worker, event, then the fields), or None for a line
+    that is not a worker event (a traceback, a warning)."""
+    match = _LINE.match(line.rstrip("\n"))
+    if match is None:
+        return None
+    found = {"time": match["time"], "worker": match["worker"], "event": match["event"]}
+    for key, value in _FIELD.findall(match["rest"]):
+        found[key] = _read(value)
+    return found
+
+
+class _UTCFormatter(logging.Formatter):
+    converter = time.gmtime
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        return time.strftime("%Y-%m-%dT%H:%M:%S", self.converter(record.created)) + \
+            f".{int(record.msecs):03d}Z"
+
+
+def formatter() -> logging.Formatter:
+    """`<UTC time> <message>`: the format of the `cachequeue worker` command's stderr."""
+    return _UTCFormatter("%(asctime)s %(message)s")
