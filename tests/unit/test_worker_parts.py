@@ -78,7 +78,7 @@ def test_the_timeline_draws_one_lane_per_worker_with_its_marks():
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["w1", "w2"]
     assert {t.get_text() for t in ax.get_legend().get_texts()} == {
-        "expired", "done", "running", "late report refused", "SIGSTOP"}
+        "expired", "done", "running", "被拒绝的迟到报告", "SIGSTOP"}
     with pytest.raises(ValueError):
         timeline.plot_timeline(frame().iloc[0:0], since=T0)
 

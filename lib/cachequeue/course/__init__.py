@@ -15,7 +15,7 @@
   `sharedreaders` (reader processes that miss one key of the shared cache at once);
 - models and views: `lab` (the queue as an in-memory state machine on a manual clock),
   `lockstep` (one operation sequence replayed on the model and on PostgreSQL), `frames`
-  (queue state as pandas DataFrames), `plots` (the notebooks' figures), `mutants` (models
+  (queue state as pandas DataFrames), `plots` (the notebooks' figures; `fonts` registers the Chinese font they use), `mutants` (models
   wrong on one boundary, which the lockstep comparison must catch).
 
 This part may import every other part; nothing outside it imports it. Its modules are not
@@ -26,6 +26,7 @@ __all__ = [
     "access",
     "data",
     "documents",
+    "fonts",
     "fleet",
     "frames",
     "handlers",

@@ -21,6 +21,7 @@ from matplotlib.patches import Patch
 
 from .. import sqlfile
 from ..checks import check_instance
+from . import fonts  # noqa: F401  (registers the Chinese font for the labels)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -77,7 +78,7 @@ def _slots(frame: pd.DataFrame, last: float) -> list[tuple[int, int]]:
 
 
 def plot_timeline(frame: pd.DataFrame, marks: Iterable[dict[str, Any]] = (), *,
-                  since: datetime, title: str = "Attempts per worker") -> Figure:
+                  since: datetime, title: str = "每个工作者的尝试") -> Figure:
     """The Gantt-style figure of `frame` (from attempts()) with `marks` on top.
 
     A mark is {"at": datetime, "worker": name or None, "signal": "SIGKILL" | ... | label};
@@ -117,7 +118,7 @@ def plot_timeline(frame: pd.DataFrame, marks: Iterable[dict[str, Any]] = (), *,
                     markersize=9, linestyle="none")
     ax.set_yticks(range(len(lanes)), lanes)
     ax.set_ylim(-0.65, len(lanes) - 0.2)
-    ax.set_xlabel("seconds")
+    ax.set_xlabel("秒")
     ax.set_title(title)
     ax.grid(True, axis="x", alpha=0.3)
     outcomes = {_value(o) for o in frame["outcome"]}
@@ -125,7 +126,7 @@ def plot_timeline(frame: pd.DataFrame, marks: Iterable[dict[str, Any]] = (), *,
     handles = [Patch(color=COLOURS[o], label=o or "running") for o in present]
     if any(_value(t) is not None for t in frame["rejected_at"]):
         handles.append(Line2D([], [], marker="x", color="black", linestyle="none",
-                              label="late report refused"))
+                              label="被拒绝的迟到报告"))
     for signal in dict.fromkeys(m["signal"] for m in marks if m["worker"] is not None):
         shape, colour = _MARKS.get(signal, ("o", "gray"))
         handles.append(Line2D([], [], marker=shape, color=colour, linestyle="none", label=signal))
