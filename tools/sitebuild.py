@@ -139,7 +139,7 @@ def _index_page(chapters: list[Chapter], extra_pages: list[str]) -> str:
 |---|---|---|---|
 {rows}
 
-合计约 {total} 分钟。学生版去掉了练习答案和所有输出，检查格会告诉你答案是否正确；教师版与本站所示相同，含答案与输出。全部章节打包下载：<a href="downloads/student.zip" download>学生版（zip）</a> · <a href="downloads/instructor.zip" download>教师版（zip）</a>。
+合计约 {total} 分钟。学生版去掉了练习答案和所有输出，检查单元格会告诉你答案是否正确；教师版与本站所示相同，含答案与输出。全部章节打包下载：<a href="downloads/student.zip" download>学生版（zip）</a> · <a href="downloads/instructor.zip" download>教师版（zip）</a>。
 
 ```{{toctree}}
 :hidden:

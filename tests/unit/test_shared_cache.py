@@ -118,6 +118,38 @@ def test_a_failed_load_reaches_its_waiters_releases_the_lock_and_another_process
     assert (a.stats.failures, b.stats.loads) == (1, 1)
 
 
+def test_a_loader_that_never_lets_go_loses_its_lock_after_load_timeout_and_another_loads(
+        make, server):
+    """A loader whose process died (or hangs) never releases its load lock: Redis expires it
+    after `load_timeout`, a waiting process takes the key over and loads, and when the old
+    load does finish after all, the value written first stays for everyone."""
+    raw = fakeredis.FakeRedis(server=server, decode_responses=True)
+    a, b = make(load_timeout=0.2), make(wait_timeout=10)
+    hung, heir = GatedLoader("from a, too late"), GatedLoader("from b")
+    heir.release.set()
+
+    async def scenario():
+        loop = asyncio.get_running_loop()
+        mine = asyncio.create_task(a.get_or_load("k", hung, ttl=5))
+        await hung.started.wait()  # a holds the lock with a 200 ms expiry, and never lets go
+        locked_at = loop.time()
+        lock_ttl = raw.pttl(NS + "load:k")
+        theirs = await asyncio.wait_for(b.get_or_load("k", heir, ttl=5), timeout=10)
+        took_over_after = loop.time() - locked_at
+        stored = json.loads(raw.get(NS + "v:k"))
+        hung.release.set()  # the old load finally returns: it must not replace b's value
+        return lock_ttl, theirs, took_over_after, stored, await mine
+
+    lock_ttl, theirs, took_over_after, stored, late = run(scenario())
+    assert 0 < lock_ttl <= 200, "the load lock expires after load_timeout"
+    assert theirs == stored == "from b"
+    assert took_over_after >= 0.15, "b loaded only once a's lock had run out"
+    assert (b.stats.waits, b.stats.loads, heir.calls, hung.calls) == (1, 1, 1, 1)
+    assert late == "from b", "the first value written stays, and a answers with it too"
+    assert json.loads(raw.get(NS + "v:k")) == "from b"
+    assert raw.exists(NS + "load:k") == 0
+
+
 def test_a_value_once_written_is_never_replaced(make, server):
     raw = fakeredis.FakeRedis(server=server, decode_responses=True)
     cache, gate = make(), GatedLoader("mine")

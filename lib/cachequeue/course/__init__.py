@@ -11,7 +11,9 @@
   `timers` (in-process timers die with their process), `ttldict` (a TTL-only map),
   `workload` (gated loaders, read traces), `plans` (bulk rows, EXPLAIN, scans),
   `tenancy` (two tenants with the same document id),
-  `redislab` (a Redis key's real expiry, a write without fencing, hit costs),
+  `redislab` (a Redis key's real expiry, a write without fencing, hit costs, a lock that
+  changes hands between two commands), `statements` (the statements a function sends on a
+  connection, and a second call run in the gap between two of them),
   `sharedreaders` (reader processes that miss one key of the shared cache at once);
 - models and views: `lab` (the queue as an in-memory state machine on a manual clock),
   `lockstep` (one operation sequence replayed on the model and on PostgreSQL), `frames`
@@ -40,6 +42,7 @@ __all__ = [
     "reading",
     "redislab",
     "sharedreaders",
+    "statements",
     "summariser",
     "tenancy",
     "timers",

@@ -6,6 +6,10 @@
   (`sql/redislab.sql`), to set beside `cachequeue.shared.fenced_write`.
 - `hit_costs` times a hit of the in-process `LoadingCache` beside a hit of the Redis-backed
   `SharedCache`, and the two parts of the latter (the round trip, the JSON decoding).
+- `takeover_between` opens the gap of a two-command lock operation on purpose: just before
+  a client sends its second command naming the lock's key, the hold runs out for real and
+  another owner acquires it. The exercise check uses it on a learner's `extend`, which
+  must check and change the lock in one step on the server.
 """
 
 from __future__ import annotations
@@ -13,6 +17,9 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -21,10 +28,11 @@ from psycopg.types.json import Jsonb
 
 from .. import sqlfile
 from ..cache import LoadingCache
-from ..checks import check_int, check_seconds, check_text
+from ..checks import check_instance, check_int, check_seconds, check_text
 from ..shared import SharedCache
 
-__all__ = ["hit_costs", "query", "unfenced_write", "wait_until_expired"]
+__all__ = ["Takeover", "hit_costs", "query", "takeover_between", "unfenced_write",
+           "wait_until_expired"]
 
 
 def query(name: str) -> sqlfile.Query:
@@ -45,6 +53,62 @@ def wait_until_expired(client: redis.Redis, key: str, *, timeout: float = 5.0) -
             raise TimeoutError(f"{key!r} still exists after {timeout:g} s (PTTL {client.pttl(key)})")
         time.sleep(0.001)
     return time.monotonic() - start
+
+
+@dataclass
+class Takeover:
+    """What `takeover_between` saw: the commands that named the key, in order (only those
+    that got a reply), and whether the key changed hands between two of them."""
+
+    commands: list[str] = field(default_factory=list)
+    taken_over: bool = False
+
+
+@contextmanager
+def takeover_between(client: redis.Redis, key: str, *, owner: str,
+                     ttl_ms: int) -> Iterator[Takeover]:
+    """`with takeover_between(client, key, owner="rival", ttl_ms=5000) as seen:` ...
+
+    After `client` got the reply to one command naming `key` and before it sends the next
+    one, the current hold on `key` runs out for real (PEXPIRE 1, then wait until Redis has
+    expired it) and `owner` acquires it (SET NX PX ttl_ms), as another process would in
+    that gap. It happens at most once. An operation of one command (a script) has no such
+    gap and is left alone; `seen.taken_over` says whether the gap was used.
+
+    It works by giving `client` its own `execute_command` for the block (every redis-py
+    command and registered script goes through it), removed afterwards; pipelines are not
+    watched."""
+    check_instance(client, "client", redis.Redis)
+    check_text(key, "key", limit=1000)
+    check_text(owner, "owner", limit=1000)
+    check_int(ttl_ms, "ttl_ms", minimum=1)
+    send = client.execute_command  # the class's method: our own calls are not watched
+    seen = Takeover()
+
+    def hand_over() -> None:
+        seen.taken_over = True
+        send("PEXPIRE", key, 1)
+        deadline = time.monotonic() + 5.0
+        while send("EXISTS", key):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{key!r} did not expire")
+            time.sleep(0.001)
+        send("SET", key, owner, "NX", "PX", ttl_ms)
+
+    def execute_command(*args: Any, **options: Any) -> Any:
+        names_key = key in args[1:]
+        if names_key and seen.commands and not seen.taken_over:
+            hand_over()
+        reply = send(*args, **options)
+        if names_key:
+            seen.commands.append(str(args[0]).upper())
+        return reply
+
+    client.execute_command = execute_command
+    try:
+        yield seen
+    finally:
+        del client.execute_command
 
 
 def unfenced_write(conn: psycopg.Connection, resource: str, fence: int, value: Any) -> None:

@@ -1,8 +1,9 @@
 """Reader processes that miss the same key of a SharedCache at once: one load across them.
 
 `python -m cachequeue.course.sharedreaders --url URL --namespace NS --key KEY --readers N`
-is one such process: it starts N concurrent `get_or_load(KEY)` calls. Its loader does not
-return until a line arrives on stdin, so the load stays open while the others pile up.
+is one such process: it starts N concurrent `get_or_load(KEY)` calls (`--load-timeout S`
+sets the cache's `load_timeout`, 30 s by default). Its loader does not return until a line
+arrives on stdin, so the load stays open while the others pile up.
 The process prints JSON lines on stdout:
 
     {"event": "ready", "role": "loading"}   its lookup holds the load lock and is loading
@@ -73,11 +74,12 @@ def run(url: str, namespace: str, key: str, *, text: str = TEXT, processes: int 
             for role, d in zip(roles, done, strict=True)]
 
 
-async def _read(url: str, namespace: str, key: str, readers: int, text: str) -> dict:
+async def _read(url: str, namespace: str, key: str, readers: int, text: str,
+                load_timeout: float = 30.0) -> dict:
     from ..shared import SharedCache, connect
 
     client = connect(url, asynchronous=True)
-    cache = SharedCache(client, namespace=namespace)
+    cache = SharedCache(client, namespace=namespace, load_timeout=load_timeout)
 
     async def load():
         await asyncio.to_thread(sys.stdin.readline)  # held open until the parent says go
@@ -102,8 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--key", required=True)
     parser.add_argument("--readers", type=int, default=5)
     parser.add_argument("--text", default=TEXT)
+    parser.add_argument("--load-timeout", type=float, default=30.0)
     args = parser.parse_args(argv)
-    result = asyncio.run(_read(args.url, args.namespace, args.key, args.readers, args.text))
+    result = asyncio.run(_read(args.url, args.namespace, args.key, args.readers, args.text,
+                               args.load_timeout))
     print(json.dumps(result, ensure_ascii=False), flush=True)
     return 0
 
