@@ -24,6 +24,9 @@ from cachequeue.queue import jobs
 from cachequeue.course import naive, plans, frames, lockstep
 assert "FOR UPDATE SKIP LOCKED" in jobs.query("claim").sql
 assert [len(data.rows(t)) for t in data.TABLES] == [2, 5, 5, 9]
+from cachequeue.service import events
+from cachequeue.course import webapp
+assert events.history and all((webapp.PAGE_DIR / f).is_file() for f in ("index.html", "app.js"))
 print("ok")
 """
 

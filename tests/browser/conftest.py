@@ -1,0 +1,48 @@
+"""Browser tests: a real headless Chromium (Debian's, driven by playwright) against the
+service running as a real process. Marked `db`: the service needs PostgreSQL."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from chromium import FLAGS, SKIP_LINE, find_chromium
+
+from cachequeue import db
+
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if Path(str(item.fspath)).resolve().is_relative_to(HERE):
+            item.add_marker(pytest.mark.db)
+
+
+@pytest.fixture
+def browser(tmp_path):
+    """A persistent Chromium context on a fresh, empty profile folder (tabs share its
+    localStorage, as a person's browser does)."""
+    executable = find_chromium()
+    if executable is None:
+        pytest.skip(SKIP_LINE)
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[dev]'")
+    with sync_api.sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            tmp_path / "profile", executable_path=executable, headless=True, args=FLAGS)
+        context.set_default_timeout(30_000)
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+@pytest.fixture
+def schema(database_url):
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with db.connect() as conn:
+        db.reset_schema(conn, name)
+    yield name
+    with db.connect() as conn:
+        db.drop_schema(conn, name)
