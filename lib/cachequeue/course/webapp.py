@@ -36,7 +36,7 @@ from . import data, summaries
 from .access import PermissionDenied
 from .documents import DocumentStore
 
-__all__ = ["PAGE_DIR", "SummaryRequest", "authenticator", "can_read", "create_app",
+__all__ = ["PAGE_DIR", "SummaryRequest", "authenticator", "bearer", "can_read", "create_app",
            "documents_router", "prepare", "readable_documents", "sample_users"]
 
 PAGE_DIR = Path(__file__).resolve().parent / "web"
@@ -50,6 +50,14 @@ def sample_users() -> list[dict[str, Any]]:
     return [{"id": int(r["id"]), "name": r["name"], "role": r["role"],
              "tenant_id": int(r["tenant_id"]), "tenant": tenants[r["tenant_id"]],
              "token": r["api_token"]} for r in data.rows("users")]
+
+
+def bearer(user_id: int) -> dict[str, str]:
+    """The Authorization header of sample user `user_id`: `httpx.get(..., headers=bearer(11))`."""
+    for user in sample_users():
+        if user["id"] == user_id:
+            return {"Authorization": f"Bearer {user['token']}"}
+    raise LookupError(f"no sample user {user_id!r}")
 
 
 def authenticator() -> TokenTable:

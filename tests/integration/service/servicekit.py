@@ -8,7 +8,6 @@ buffers a response until it ends, which an event stream never does.
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -16,15 +15,15 @@ from dataclasses import dataclass
 import httpx
 import uvicorn
 
+from cachequeue.cli.serving import listen_socket
 from cachequeue.course import webapp
 from cachequeue.service import begin_shutdown
 
 USERS = {u["id"]: u for u in webapp.sample_users()}
 
 
-def auth(user_id: int) -> dict[str, str]:
-    """The Authorization header of a sample user (10, 11, 12 in tenant 1; 20, 21 in tenant 2)."""
-    return {"Authorization": f"Bearer {USERS[user_id]['token']}"}
+# The Authorization header of a sample user (10, 11, 12 in tenant 1; 20, 21 in tenant 2).
+auth = webapp.bearer
 
 
 def wait_until(condition, timeout: float = 10.0, what: str = "condition"):
@@ -54,7 +53,7 @@ class Live:
 
 
 def serve(app) -> tuple[uvicorn.Server, threading.Thread, str]:
-    sock = socket.create_server(("127.0.0.1", 0))
+    sock = listen_socket("127.0.0.1", 0)
     # log_config=None: uvicorn's loggers propagate to the root logger, where caplog sees them.
     server = uvicorn.Server(uvicorn.Config(app, log_config=None, log_level="debug",
                                            timeout_graceful_shutdown=5))

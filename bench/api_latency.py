@@ -1,0 +1,230 @@
+"""HTTP service latency: POST /v1/jobs at 1/16/64 clients, no-op vs 5-second jobs; SSE delivery with 200 streams.
+
+Usage: .venv/bin/python bench/api_latency.py [--rounds 2] [--streams 200] [--scale 1.0]
+
+Everything is real and on this machine: `cachequeue serve` (one uvicorn process) with two
+`cachequeue worker` processes (concurrency 4 each) on the embedded PostgreSQL (or
+DATABASE_URL), and httpx clients in this process on loopback.
+
+POST: for each number of concurrent clients, the same number of `POST /v1/jobs` for
+`noop` jobs and for `pause` jobs of 5 seconds, interleaved in `--rounds` rounds, while the
+workers run what was submitted (the 5-second jobs pile up, as they would). Accepting a job
+is one INSERT; it must not depend on how long the job will take: the ratio of the
+latencies (5 s / no-op) should stay <= 1.2. `GET /healthz` at the same concurrency (no
+database) is the floor that uvicorn, FastAPI and the client cost by themselves.
+
+SSE: a second service (no workers) on its own schema; `--streams` clients each follow a
+job of their own over one process's event streams. This script changes the jobs itself
+(claim, then finish), one at a time ("steady", about 5 ms apart) and then all in one
+statement ("burst": every stream is woken at once), and measures from just before the
+changing statement to the moment the client has parsed the event. It also counts the
+LISTEN connections the service holds (one, whatever the number of streams).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+import httpx
+from httpx_sse import aconnect_sse
+
+from cachequeue import db, sqlfile
+from cachequeue.course import webapp
+from cachequeue.course.stack import HANDLERS, Stack
+from cachequeue.queue import jobs, notify
+
+HERE = sqlfile.parse(Path(__file__).with_suffix(".sql").read_text(encoding="utf-8"),
+                     "bench/api_latency.sql")
+TOKEN = webapp.bearer(11)  # 李雷, a member of tenant 1
+LEVELS = (1, 16, 64)
+KINDS = {"noop": {"kind": "noop", "payload": {}},
+         "pause_5s": {"kind": "pause", "payload": {"seconds": 5}}}
+
+
+def summary(samples: list[float], seconds: float | None = None) -> dict:
+    ordered = sorted(samples)
+    out = {"n": len(ordered), "p50_ms": round(1000 * statistics.median(ordered), 2),
+           "p99_ms": round(1000 * ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))], 2),
+           "max_ms": round(1000 * ordered[-1], 2)}
+    if seconds:
+        out["per_second"] = round(len(ordered) / seconds, 1)
+    return out
+
+
+async def load(url: str, clients: int, count: int, method: str, path: str,
+               body: dict | None) -> tuple[list[float], float]:
+    """`count` requests from `clients` concurrent clients; their latencies and the wall time."""
+    latencies: list[float] = []
+    left = iter(range(count))
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as http:
+        async def client() -> None:
+            for _ in left:
+                started = time.perf_counter()
+                response = await http.request(method, path, json=body, headers=TOKEN)
+                latencies.append(time.perf_counter() - started)
+                if response.status_code not in (200, 202):
+                    raise RuntimeError(f"{method} {path}: {response.status_code} {response.text}")
+        started = time.perf_counter()
+        await asyncio.gather(*(client() for _ in range(clients)))
+    return latencies, time.perf_counter() - started
+
+
+def cancel_waiting(conn) -> int:
+    """Cancel the 5-second jobs still pending or running, so the next run starts level."""
+    ids = [r[0] for r in conn.execute(HERE["waiting_pauses"].sql)]
+    for job_id in ids:
+        jobs.cancel(conn, tenant_id=1, job_id=job_id, actor="bench", reason="next run")
+    return len(ids)
+
+
+def post_latency(rounds: int, scale: float) -> dict:
+    schema = "bench_api"
+    with db.connect() as conn:
+        db.reset_schema(conn, schema)
+    out: dict = {}
+    with Stack(schema) as stack, db.connect(schema) as conn:
+        url = stack.start_api(access_log=False, workers=2, handlers=HANDLERS,
+                              concurrency=4).url
+        asyncio.run(load(url, 8, 200, "POST", "/v1/jobs", KINDS["noop"]))  # warm up
+        for clients in LEVELS:
+            count = max(200, int(20 * clients * scale))
+            samples: dict[str, list[float]] = {"noop": [], "pause_5s": [], "healthz": []}
+            wall = dict.fromkeys(samples, 0.0)
+            for _ in range(rounds):
+                for name, body in KINDS.items():
+                    got, seconds = asyncio.run(load(url, clients, count, "POST", "/v1/jobs", body))
+                    samples[name] += got
+                    wall[name] += seconds
+                    if name == "pause_5s":
+                        cancel_waiting(conn)
+                got, seconds = asyncio.run(load(url, clients, count // 2, "GET", "/healthz", None))
+                samples["healthz"] += got
+                wall["healthz"] += seconds
+            level = {name: summary(s, wall[name]) for name, s in samples.items()}
+            level["ratio_p50"] = round(level["pause_5s"]["p50_ms"] / level["noop"]["p50_ms"], 3)
+            level["ratio_p99"] = round(level["pause_5s"]["p99_ms"] / level["noop"]["p99_ms"], 3)
+            out[str(clients)] = level
+            print(json.dumps({"clients": clients, **level}), file=sys.stderr, flush=True)
+        jobs_total = conn.execute(HERE["job_count"].sql).fetchone()[0]
+    with db.connect() as conn:
+        db.drop_schema(conn, schema)
+    out["jobs_submitted"] = jobs_total
+    return out
+
+
+async def follow(http: httpx.AsyncClient, job_id: int, ready: asyncio.Event, opened: list,
+                 arrivals: dict, want: int) -> None:
+    async with aconnect_sse(http, "GET", f"/v1/jobs/{job_id}/events", headers=TOKEN) as source:
+        async for sse in source.aiter_sse():
+            if sse.event == "accepted":
+                opened.append(job_id)
+                if len(opened) == want:
+                    ready.set()
+            else:
+                arrivals[(job_id, sse.event)] = time.perf_counter()
+
+
+async def sse_delivery(url: str, schema: str, streams: int) -> dict:
+    with db.connect(schema) as conn:
+        ids = [jobs.submit(conn, tenant_id=1, kind="noop", payload={"n": n})
+               for n in range(2 * streams)]
+    steady_ids, burst_ids = ids[:streams], ids[streams:]
+    marks: dict[tuple[int, str], float] = {}
+    arrivals: dict[tuple[int, str], float] = {}
+    limits = httpx.Limits(max_connections=2 * streams + 10)
+    out: dict = {"streams": streams}
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=120) as http:
+        for label, group in (("steady", steady_ids), ("burst", burst_ids)):
+            ready, opened = asyncio.Event(), []
+            tasks = [asyncio.create_task(follow(http, i, ready, opened, arrivals, len(group)))
+                     for i in group]
+            await asyncio.wait_for(ready.wait(), 120)
+            health = (await http.get("/healthz")).json()
+            await asyncio.to_thread(change, schema, group, label == "burst", marks)
+            await asyncio.wait_for(asyncio.gather(*tasks), 120)
+            delays = [arrivals[key] - marks[key] for key in marks]
+            out[label] = {"open_streams_seen_by_healthz": health["streams"],
+                          "events": len(delays), **summary(delays)}
+            with db.connect(schema) as conn:
+                out["listen_connections"] = conn.execute(
+                    HERE["listeners"].sql, {"channel": notify.channel(conn)}).fetchone()[0]
+    return out
+
+
+held: dict[int, jobs.Claim] = {}  # claims made by change(), until it finishes them
+
+
+def change(schema: str, group: list[int], burst: bool, marks: dict) -> None:
+    """Claim, then finish, each job of `group` (they are the only pending ones): one at a
+    time, or all of them in one statement each; note when each statement started."""
+    with db.connect(schema) as conn:
+        if burst:
+            started = time.perf_counter()
+            claims = jobs.claim_many(conn, len(group), lease=300)
+            marks.update({(c.job_id, "started"): started for c in claims})
+            started = time.perf_counter()
+            jobs.finish_many(conn, [(c, {}) for c in claims])
+            marks.update({(c.job_id, "done"): started for c in claims})
+            return
+        for step in ("started", "done"):
+            for job_id in group:
+                time.sleep(0.005)
+                started = time.perf_counter()
+                if step == "started":
+                    claim = jobs.claim(conn, lease=300)
+                    assert claim.job_id in group
+                    marks[(claim.job_id, "started")] = started
+                    held[claim.job_id] = claim
+                else:
+                    jobs.finish(conn, held.pop(job_id), {})
+                    marks[(job_id, "done")] = started
+
+
+def sse_latency(streams: int) -> dict:
+    schema = "bench_sse"
+    with db.connect() as conn:
+        db.reset_schema(conn, schema)
+    with Stack(schema) as stack:
+        url = stack.start_api(access_log=False).url
+        out = asyncio.run(sse_delivery(url, schema, streams))
+    with db.connect() as conn:
+        db.drop_schema(conn, schema)
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--streams", type=int, default=200)
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="requests per run = max(200, 20 x clients x scale)")
+    args = parser.parse_args(argv)
+    if args.rounds < 1 or args.streams < 1 or args.scale <= 0:
+        parser.error("--rounds and --streams must be >= 1, --scale > 0")
+    post = post_latency(args.rounds, args.scale)
+    ratios = [post[str(c)]["ratio_p50"] for c in LEVELS]
+    out = {
+        "post": post,
+        "accept_ratio_p50_max": max(ratios),
+        "accept_independent_of_job_length": max(ratios) <= 1.2,
+        "sse": sse_latency(args.streams),
+    }
+    with db.connect() as conn:
+        out["server"] = "PostgreSQL " + db.server_version(conn, short=True)
+    out["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
+                      **{name: version(name) for name in ("fastapi", "uvicorn", "httpx")}}
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
