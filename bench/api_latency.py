@@ -39,8 +39,8 @@ from httpx_sse import aconnect_sse
 
 from cachequeue import db, sqlfile
 from cachequeue.course import webapp
-from cachequeue.course.stack import HANDLERS, Stack
-from cachequeue.queue import jobs, notify
+from cachequeue.course.stack import HANDLERS, Stack, listen_sessions
+from cachequeue.queue import jobs
 
 HERE = sqlfile.parse(Path(__file__).with_suffix(".sql").read_text(encoding="utf-8"),
                      "bench/api_latency.sql")
@@ -156,8 +156,7 @@ async def sse_delivery(url: str, schema: str, streams: int) -> dict:
             out[label] = {"open_streams_seen_by_healthz": health["streams"],
                           "events": len(delays), **summary(delays)}
             with db.connect(schema) as conn:
-                out["listen_connections"] = conn.execute(
-                    HERE["listeners"].sql, {"channel": notify.channel(conn)}).fetchone()[0]
+                out["listen_connections"] = listen_sessions(conn)
     return out
 
 

@@ -4,12 +4,6 @@
 -- The 5-second jobs still pending or running (cancelled between runs, so each run starts level).
 SELECT id FROM jobs WHERE kind = 'pause' AND state IN ('pending', 'running') ORDER BY id;
 
--- name: listeners
--- Sessions LISTENing on a channel: their last statement is that LISTEN while they wait
--- (psycopg's sql.Identifier always double-quotes the name).
-SELECT count(*) FROM pg_stat_activity
-WHERE query = 'LISTEN "' || replace(%(channel)s, '"', '""') || '"';
-
 -- name: job_count
 -- All jobs of the schema.
 SELECT count(*) FROM jobs;

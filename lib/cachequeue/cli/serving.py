@@ -6,6 +6,7 @@ Imported only when `serve` runs, so `cachequeue worker` does not pay for FastAPI
 from __future__ import annotations
 
 import argparse
+import copy
 import ctypes
 import logging
 import os
@@ -101,8 +102,11 @@ def run(args: argparse.Namespace, factory: Callable[[str], Any]) -> int:
         LOGGER.error(log_line(_NAME, "error", error=one_line(exc)))
         return 1
     host, port = sock.getsockname()[:2]
+    # Every log line on stderr, as the workers' (uvicorn sends its access log to stdout).
+    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
     config = uvicorn.Config(app, access_log=args.access_log, timeout_graceful_shutdown=10,
-                            log_level="info")
+                            log_level="info", log_config=log_config)
     server = _Server(config, _start_workers(args) if args.workers else [])
     server.url = f"http://{host}:{port}"
     try:

@@ -6,23 +6,44 @@ that can also start the service: `stack.start_api()` runs `python -m cachequeue 
 `api.url`. Nothing is guessed and nothing sleeps: the service binds the port itself and
 says which one. `stop_api()` sends SIGINT, as Ctrl-C would, and returns the exit status;
 `close()` stops the service that way and kills the workers, as `Fleet.close` does.
+`listen_sessions(conn)` counts the LISTEN connections on the schema's jobs channel. On
+Linux the service gets SIGINT if the process that started it dies first (a notebook
+kernel that is killed), so it never outlives its notebook.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
 import sys
 from typing import Any
 
+import psycopg
+
+from .. import sqlfile
 from ..checks import check_seconds
+from ..queue import notify
 from .fleet import Fleet, WorkerProcess
 
-__all__ = ["APP", "HANDLERS", "ApiProcess", "Stack"]
+__all__ = ["APP", "HANDLERS", "ApiProcess", "Stack", "listen_sessions"]
 
 APP = "cachequeue.course.webapp:create_app"
 HANDLERS = "cachequeue.course.summaries:HANDLERS"
+_QUERIES = sqlfile.load(__package__, "webapp.sql")
+
+
+def listen_sessions(conn: psycopg.Connection) -> int:
+    """How many sessions LISTEN on the jobs channel of the connection's schema (each worker
+    holds one, each service process one, however many event streams it serves)."""
+    return conn.execute(_QUERIES["listen_sessions"].sql,
+                        {"channel": notify.channel(conn)}).fetchone()[0]
+
+
+def _die_with_parent() -> None:  # runs in the child, before exec
+    if sys.platform.startswith("linux"):  # SIGINT, as Ctrl-C, if this process dies first
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGINT)  # PR_SET_PDEATHSIG
 
 
 class ApiProcess(WorkerProcess):
@@ -66,7 +87,7 @@ class Stack(Fleet):
             environment["DATABASE_URL"] = self.url
         proc = subprocess.Popen(self.api_command(**options), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                env=environment)
+                                env=environment, preexec_fn=_die_with_parent)
         self.api = ApiProcess("service", proc, self)
         try:
             self.api.wait_for("listening", timeout)

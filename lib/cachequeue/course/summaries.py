@@ -35,7 +35,7 @@ __all__ = ["HANDLERS", "SUMMARY_SECONDS", "TEMPLATES", "business_key", "install"
 # template -> language of the summariser
 TEMPLATES = {"brief-zh": "zh", "brief-en": "en"}
 SUMMARY_SECONDS = 1.0  # how long the "model" takes: long enough to watch, short for tests
-_QUERIES = sqlfile.load(__package__, "summaries.sql")
+_QUERIES = sqlfile.load(__package__, "webapp.sql")
 
 
 def install(conn: psycopg.Connection) -> None:

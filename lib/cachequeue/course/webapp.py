@@ -41,7 +41,7 @@ __all__ = ["PAGE_DIR", "SummaryRequest", "authenticator", "bearer", "can_read", 
 
 PAGE_DIR = Path(__file__).resolve().parent / "web"
 DocumentId = Annotated[int, PathParam(ge=1, le=2**31 - 1)]
-_QUERIES = sqlfile.load(__package__, "summaries.sql")
+_QUERIES = sqlfile.load(__package__, "webapp.sql")
 
 
 def sample_users() -> list[dict[str, Any]]:

@@ -28,10 +28,18 @@ import psycopg
 from .. import sqlfile
 from ..checks import check_int
 
-__all__ = ["FINAL_STATES", "Event", "History", "history"]
+__all__ = ["FINAL_STATES", "Event", "History", "history", "query"]
 
 FINAL_STATES = frozenset({"done", "failed", "cancelled"})
 _QUERIES = sqlfile.load(__package__, "service.sql")
+
+
+def query(name: str) -> sqlfile.Query:
+    """A statement of the service's `sql/service.sql` (e.g. "events"), to read or print."""
+    try:
+        return _QUERIES[name]
+    except KeyError:
+        raise KeyError(f"no query {name!r} in service.sql; it has {sorted(_QUERIES)}") from None
 
 
 @dataclass(frozen=True)
