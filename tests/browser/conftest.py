@@ -1,23 +1,10 @@
 """Browser tests: a real headless Chromium (Debian's, driven by playwright) against the
-service running as a real process. Marked `db`: the service needs PostgreSQL."""
+service running as a real process."""
 
 from __future__ import annotations
 
-import uuid
-from pathlib import Path
-
 import pytest
 from chromium import FLAGS, SKIP_LINE, find_chromium
-
-from cachequeue import db
-
-HERE = Path(__file__).resolve().parent
-
-
-def pytest_collection_modifyitems(items):
-    for item in items:
-        if Path(str(item.fspath)).resolve().is_relative_to(HERE):
-            item.add_marker(pytest.mark.db)
 
 
 @pytest.fixture
@@ -36,13 +23,3 @@ def browser(tmp_path):
             yield context
         finally:
             context.close()
-
-
-@pytest.fixture
-def schema(database_url):
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    with db.connect() as conn:
-        db.reset_schema(conn, name)
-    yield name
-    with db.connect() as conn:
-        db.drop_schema(conn, name)

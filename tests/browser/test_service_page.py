@@ -3,20 +3,28 @@
 then see 已完成 (done) with the summary once a worker has run it. No console error, and no
 request leaves 127.0.0.1."""
 
+import uuid
 from urllib.parse import urlsplit
 
 import pytest
 
+from cachequeue import db
 from cachequeue.course.documents import DocumentStore
 from cachequeue.course.stack import Stack
 from cachequeue.course.summariser import summarise_text
 
+pytestmark = pytest.mark.db  # the service needs PostgreSQL
+
 
 @pytest.fixture
-def stack(schema):
+def stack(database_url):
+    """The service (it creates its schema on first start) and, later, a worker."""
+    schema = f"t_{uuid.uuid4().hex[:12]}"
     with Stack(schema) as s:
         s.start_api(access_log=False)
         yield s
+    with db.connect() as conn:
+        db.drop_schema(conn, schema)
 
 
 def watch(context):

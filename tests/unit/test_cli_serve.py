@@ -5,8 +5,9 @@ import subprocess
 import sys
 
 import pytest
+from test_cli import no_database  # noqa: F401 (autouse: db.connect is a tripwire here too)
 
-from cachequeue import cli, db
+from cachequeue import cli
 from cachequeue.cli import base
 
 APP = ["--app", "cachequeue.course.webapp:create_app"]
@@ -14,20 +15,12 @@ GOOD = ["serve", "--schema", "ch07", *APP]
 HANDLERS = ["--handlers", "cachequeue.course.summaries:HANDLERS"]
 
 
-@pytest.fixture(autouse=True)
-def no_database(monkeypatch):
-    def tripwire(*args, **kwargs):
-        raise AssertionError("the command touched the database")
-
-    monkeypatch.setattr(db, "connect", tripwire)
-    monkeypatch.setattr(db.embedded, "start", tripwire)
-    monkeypatch.delenv("DATABASE_URL", raising=False)
-
-
 @pytest.mark.parametrize("argv, message", [
     (["serve", "--schema", "ch07", "--app", "no.such.module:create_app"],
      "cannot import app module 'no.such.module'"),
     (["serve", "--schema", "ch07", "--app", "cachequeue.course.webapp:NOPE"],
+     "module 'cachequeue.course.webapp' has no attribute 'NOPE'"),
+    (["serve", "--schema", "ch07", "--app", "cachequeue.course.webapp:PAGE_DIR"],
      "must be a callable factory(schema)"),
     (["serve", "--schema", "ch07", "--app", "cachequeue.course.webapp"],
      "--app must look like MODULE:ATTR"),

@@ -22,14 +22,13 @@ behind. Exit status: 0 when everything stopped cleanly, 3 when a worker handed j
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 from collections.abc import Callable
 from typing import Any
 
 from .. import db
 from ..errors import ConfigurationError
-from .base import Command, UsageError
+from .base import Command, UsageError, import_attribute
 from .worker import load_handlers
 
 __all__ = ["COMMAND", "load_factory"]
@@ -37,14 +36,7 @@ __all__ = ["COMMAND", "load_factory"]
 
 def load_factory(spec: str) -> Callable[[str], Any]:
     """The callable named by "MODULE:ATTR"; UsageError with a one-line reason otherwise."""
-    module_name, colon, attr = spec.partition(":")
-    if not colon or not module_name or not attr:
-        raise UsageError(f"--app must look like MODULE:ATTR, got {spec!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UsageError(f"cannot import app module {module_name!r}: {exc}") from None
-    factory = getattr(module, attr, None)
+    factory = import_attribute(spec, "app", "app")
     if not callable(factory):
         raise UsageError(f"{spec} must be a callable factory(schema) -> ASGI app")
     return factory
