@@ -127,19 +127,23 @@ def test_a_client_that_disconnects_frees_its_stream_and_connection(live, conn):
 
 def test_a_lost_listen_connection_is_replaced_and_nothing_is_missed(live, conn):
     job_id = jobs.submit(conn, tenant_id=1, kind="noop", payload={})
-    channel = notify.channel(conn)
+    listening = [f'LISTEN "{notify.channel(conn)}"']
     find = "SELECT pid FROM pg_stat_activity WHERE query = %s"
     with live.client() as http, connect_sse(http, "GET", f"/v1/jobs/{job_id}/events",
                                             headers=auth(11)) as source:
         events = source.iter_sse()
         assert next(events).event == "accepted"
-        [(listener,)] = conn.execute(find, [f'LISTEN "{channel}"']).fetchall()
-        conn.execute("SELECT pg_terminate_backend(%s)", [listener])
-        jobs.claim(conn, lease=30)  # its notification may be sent while nobody listens
+        [(listener,)] = conn.execute(find, listening).fetchall()
+        # Wait (up to 5 s) until that session is gone, then change the job: its
+        # notification goes to nobody. The re-read after the reconnect must find it.
+        assert conn.execute("SELECT pg_terminate_backend(%s, 5000)", [listener]).fetchone()[0]
+        jobs.claim(conn, lease=30)
         assert read(events, 1) == [("2", "started", "running")]
-        wait_until(lambda: live.service.hub.listening)
-    with db.connect() as admin:
-        pids = [r[0] for r in admin.execute(find, [f'LISTEN "{channel}"'])]
+
+    def replaced():
+        with db.connect() as admin:
+            return [r[0] for r in admin.execute(find, listening)]
+    pids = wait_until(replaced, what="a new LISTEN session")
     assert len(pids) == 1 and pids != [listener]
 
 
