@@ -1,20 +1,23 @@
 """HTTP service latency: POST /v1/jobs at 1/16/64 clients, no-op vs 5-second jobs; SSE delivery with 200 streams.
 
-Usage: .venv/bin/python bench/api_latency.py [--rounds 2] [--streams 200] [--scale 1.0]
+Usage: .venv/bin/python bench/api_latency.py [--rounds 8] [--streams 200] [--scale 1.0]
 
 Everything is real and on this machine: `cachequeue serve` (one uvicorn process) with two
 `cachequeue worker` processes (concurrency 4 each) on the embedded PostgreSQL (or
 DATABASE_URL), and httpx clients in this process on loopback.
 
-POST: for each number of concurrent clients, the same number of `POST /v1/jobs` for
-`noop` jobs and for `pause` jobs of 5 seconds, interleaved in `--rounds` rounds, while the
-workers run what was submitted (the 5-second jobs pile up, as they would). Accepting a job
+POST: for each number of concurrent clients (keep-alive connections, a minimal asyncio
+HTTP/1.1 client, so that the client's own cost stays small), the same number of `POST /v1/jobs` for
+`noop` jobs and for `pause` jobs of 5 seconds, in `--rounds` short alternating runs, while
+the workers run what was submitted (the 5-second jobs pile up, as they would, and are
+cancelled after each run). Accepting a job
 is one INSERT; it must not depend on how long the job will take: the ratio of the
 latencies (5 s / no-op) should stay <= 1.2. `GET /healthz` at the same concurrency (no
 database) is the floor that uvicorn, FastAPI and the client cost by themselves.
 
-SSE: a second service (no workers) on its own schema; `--streams` clients each follow a
-job of their own over one process's event streams. This script changes the jobs itself
+SSE: a second service (no workers) on its own schema; `--streams` clients (httpx and
+httpx-sse, in this process) each follow a job of their own over one process's event
+streams. This script changes the jobs itself
 (claim, then finish), one at a time ("steady", about 5 ms apart) and then all in one
 statement ("burst": every stream is woken at once), and measures from just before the
 changing statement to the moment the client has parsed the event. It also counts the
@@ -60,22 +63,45 @@ def summary(samples: list[float], seconds: float | None = None) -> dict:
     return out
 
 
+def request_bytes(method: str, path: str, body: dict | None) -> bytes:
+    """One HTTP/1.1 request, keep-alive, as bytes (written as is, again and again)."""
+    data = b"" if body is None else json.dumps(body).encode()
+    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1",
+             *(f"{k}: {v}" for k, v in TOKEN.items())]
+    if body is not None:
+        lines += ["Content-Type: application/json", f"Content-Length: {len(data)}"]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + data
+
+
 async def load(url: str, clients: int, count: int, method: str, path: str,
                body: dict | None) -> tuple[list[float], float]:
-    """`count` requests from `clients` concurrent clients; their latencies and the wall time."""
+    """`count` requests from `clients` concurrent keep-alive connections; their latencies
+    and the wall time. The client is a few lines over asyncio streams, not httpx: at 64
+    connections httpx's own overhead, not the service, would set the pace."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    request = request_bytes(method, path, body)
     latencies: list[float] = []
     left = iter(range(count))
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as http:
-        async def client() -> None:
+
+    async def client() -> None:
+        reader, writer = await asyncio.open_connection(host, int(port))
+        try:
             for _ in left:
                 started = time.perf_counter()
-                response = await http.request(method, path, json=body, headers=TOKEN)
+                writer.write(request)
+                head = await reader.readuntil(b"\r\n\r\n")
+                status = int(head.split(b" ", 2)[1])
+                length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length:"))
+                answer = await reader.readexactly(length)
                 latencies.append(time.perf_counter() - started)
-                if response.status_code not in (200, 202):
-                    raise RuntimeError(f"{method} {path}: {response.status_code} {response.text}")
-        started = time.perf_counter()
-        await asyncio.gather(*(client() for _ in range(clients)))
+                if status not in (200, 202):
+                    raise RuntimeError(f"{method} {path}: {status} {answer[:200]!r}")
+        finally:
+            writer.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client() for _ in range(clients)))
     return latencies, time.perf_counter() - started
 
 
@@ -97,17 +123,22 @@ def post_latency(rounds: int, scale: float) -> dict:
                               concurrency=4).url
         asyncio.run(load(url, 8, 200, "POST", "/v1/jobs", KINDS["noop"]))  # warm up
         for clients in LEVELS:
-            count = max(200, int(20 * clients * scale))
+            # Small runs, alternated: a machine that gets busier or quieter meanwhile
+            # (it is shared) weighs on both kinds alike.
+            count = max(50, int(40 * clients * scale) // rounds)
             samples: dict[str, list[float]] = {"noop": [], "pause_5s": [], "healthz": []}
             wall = dict.fromkeys(samples, 0.0)
-            for _ in range(rounds):
-                for name, body in KINDS.items():
-                    got, seconds = asyncio.run(load(url, clients, count, "POST", "/v1/jobs", body))
+            for round_ in range(rounds):
+                order = list(KINDS) if round_ % 2 == 0 else list(reversed(KINDS))
+                for name in order:
+                    got, seconds = asyncio.run(load(url, clients, count, "POST", "/v1/jobs",
+                                                    KINDS[name]))
                     samples[name] += got
                     wall[name] += seconds
                     if name == "pause_5s":
                         cancel_waiting(conn)
-                got, seconds = asyncio.run(load(url, clients, count // 2, "GET", "/healthz", None))
+                got, seconds = asyncio.run(load(url, clients, count // 2, "GET", "/healthz",
+                                                None))
                 samples["healthz"] += got
                 wall["healthz"] += seconds
             level = {name: summary(s, wall[name]) for name, s in samples.items()}
@@ -139,12 +170,12 @@ async def sse_delivery(url: str, schema: str, streams: int) -> dict:
         ids = [jobs.submit(conn, tenant_id=1, kind="noop", payload={"n": n})
                for n in range(2 * streams)]
     steady_ids, burst_ids = ids[:streams], ids[streams:]
-    marks: dict[tuple[int, str], float] = {}
     arrivals: dict[tuple[int, str], float] = {}
     limits = httpx.Limits(max_connections=2 * streams + 10)
     out: dict = {"streams": streams}
     async with httpx.AsyncClient(base_url=url, limits=limits, timeout=120) as http:
         for label, group in (("steady", steady_ids), ("burst", burst_ids)):
+            marks: dict[tuple[int, str], float] = {}
             ready, opened = asyncio.Event(), []
             tasks = [asyncio.create_task(follow(http, i, ready, opened, arrivals, len(group)))
                      for i in group]
@@ -203,13 +234,15 @@ def sse_latency(streams: int) -> dict:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=8,
+                        help="alternating runs per kind and number of clients")
     parser.add_argument("--streams", type=int, default=200)
     parser.add_argument("--scale", type=float, default=1.0,
-                        help="requests per run = max(200, 20 x clients x scale)")
+                        help="requests per kind = 40 x clients x scale (at least 50 a run)")
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.streams < 1 or args.scale <= 0:
         parser.error("--rounds and --streams must be >= 1, --scale > 0")
+    load_before = os.getloadavg()
     post = post_latency(args.rounds, args.scale)
     ratios = [post[str(c)]["ratio_p50"] for c in LEVELS]
     out = {
@@ -220,7 +253,9 @@ def main(argv=None):
     }
     with db.connect() as conn:
         out["server"] = "PostgreSQL " + db.server_version(conn, short=True)
-    out["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
+    out["machine"] = {"cpus": os.cpu_count(), "load_average_before": load_before,
+                      "load_average_after": os.getloadavg(),
+                      "python": platform.python_version(),
                       **{name: version(name) for name in ("fastapi", "uvicorn", "httpx")}}
     print(json.dumps(out, indent=2))
 
