@@ -171,10 +171,12 @@ async def sse_delivery(url: str, schema: str, streams: int) -> dict:
                for n in range(2 * streams)]
     steady_ids, burst_ids = ids[:streams], ids[streams:]
     arrivals: dict[tuple[int, str], float] = {}
-    limits = httpx.Limits(max_connections=2 * streams + 10)
+    limits = httpx.Limits(max_connections=streams + 10)
     out: dict = {"streams": streams}
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=120) as http:
-        for label, group in (("steady", steady_ids), ("burst", burst_ids)):
+    for label, group in (("steady", steady_ids), ("burst", burst_ids)):
+        # A new client per group: a connection kept alive from the first group may have
+        # been closed by the server meanwhile (uvicorn's keep-alive timeout).
+        async with httpx.AsyncClient(base_url=url, limits=limits, timeout=120) as http:
             marks: dict[tuple[int, str], float] = {}
             ready, opened = asyncio.Event(), []
             tasks = [asyncio.create_task(follow(http, i, ready, opened, arrivals, len(group)))

@@ -40,6 +40,11 @@ class Subscription:
     async def wait(self) -> None:
         await self._changed.wait()
 
+    @property
+    def changed(self) -> bool:
+        """Woken since the last clear(): something may have changed; read again."""
+        return self._changed.is_set()
+
     def wake(self) -> None:
         self._changed.set()
 
@@ -61,6 +66,10 @@ class Hub:
         self.closing = False  # set by close(): streams end, clients reconnect elsewhere
         self.listening = False  # the listener is connected and LISTENing
         self.notifications = 0
+        # Counts every dispatch (a notification, a reconnect, close). A stream notes it
+        # before its first read, which happens before it subscribes: if it has not moved
+        # once the stream is subscribed, nothing was missed in between.
+        self.version = 0
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -113,6 +122,7 @@ class Hub:
         self._log(event, **fields)
 
     def _dispatch(self, event: JobEvent | None) -> None:
+        self.version += 1
         if event is None:  # (re)connected: anything may have changed meanwhile
             self.listening = True
             self._wake_all()
@@ -122,6 +132,7 @@ class Hub:
             sub.wake()
 
     def _wake_all(self) -> None:
+        self.version += 1
         for subs in self._by_job.values():
             for sub in subs:
                 sub.wake()

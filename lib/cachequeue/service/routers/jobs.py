@@ -66,6 +66,7 @@ class _Opening:
     job_id: int
     after: int
     first: History
+    version: int  # the hub's version before `first` was read
 
 
 def _open(conn, principal: Principal, job_id: int, after: int, can_read) -> History:
@@ -79,17 +80,25 @@ async def _opening(job_id: JobId, principal: Caller,
                    ) -> _Opening:
     """Checks made before the stream starts, while a status code can still be chosen."""
     after = last_event_id(last_event_id_header)
+    version = service.hub.version
     first = await service.call(_open, principal, job_id, after, service.can_read)
     if first.final and not first.events:
         raise HTTPException(204)  # nothing more will come: EventSource stops reconnecting
-    return _Opening(principal.tenant_id, job_id, after, first)
+    return _Opening(principal.tenant_id, job_id, after, first, version)
 
 
 async def _stream(service: Service, opening: _Opening) -> AsyncIterator[ServerSentEvent]:
-    job_id, after, batch = opening.job_id, opening.after, opening.first
-    sub = service.hub.subscribe(job_id)
+    """Send the events after `opening.after`, then one read per wake-up, until final.
+
+    No read is missed and none is wasted: the first batch was read before the subscription
+    existed, so the hub's version says whether anything was dispatched meanwhile; after
+    that, the subscription is cleared before each read, so a change committed after the
+    read has woken it by the time it is checked.
+    """
+    hub, job_id, after, batch = service.hub, opening.job_id, opening.after, opening.first
+    sub = hub.subscribe(job_id)
     try:
-        subscribed_read = False  # the first batch was read before the subscription existed
+        stale = hub.version != opening.version
         retry: int | None = RECONNECT_MS
         while True:
             for event in batch.events:
@@ -98,14 +107,14 @@ async def _stream(service: Service, opening: _Opening) -> AsyncIterator[ServerSe
                 after, retry = event.seq, None
             if batch.final or not batch.found or sub.closing:
                 return
-            if subscribed_read and not batch.events:
+            if not (stale or sub.changed):
                 await sub.wait()  # no query and no thread while nothing happens
-            sub.clear()  # before the read: a change committed after it wakes the next wait
+            sub.clear()
+            stale = False
             batch = await service.call(history, tenant_id=opening.tenant_id, job_id=job_id,
                                        after=after)
-            subscribed_read = True
     finally:
-        service.hub.unsubscribe(sub)
+        hub.unsubscribe(sub)
 
 
 @router.get("/{job_id}/events", response_class=EventSourceResponse)
