@@ -18,7 +18,7 @@ help:
 	@echo "              (PYTEST_ARGS='-m \"not db\"' for the tests that need no database)"
 	@echo "make execute  re-run notebooks top to bottom in place (NB=notebooks/01_x.ipynb for one)"
 	@echo "make student  write student copies to build/student/"
-	@echo "make bench    run the benchmarks in bench/ (JSON on stdout; about 12 minutes)"
+	@echo "make bench    run the benchmarks in bench/ (JSON on stdout; about 17 minutes)"
 	@echo "make serve    the HTTP service on 127.0.0.1:8000 (page at /) and two workers; Ctrl-C stops all"
 	@echo "make db-stop  stop the embedded PostgreSQL"
 
