@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help setup db db-stop lab test lint execute student bench chaos clean site present
+.PHONY: help setup db db-stop lab test lint execute student bench chaos clean site present serve
 
 help:
 	@echo "make lab      set up (.venv, database) and open JupyterLab on notebooks/"
@@ -19,9 +19,10 @@ help:
 	@echo "              (PYTEST_ARGS='-m \"not db\"' for the tests that need no database)"
 	@echo "make execute  re-run notebooks top to bottom in place (NB=notebooks/01_x.ipynb for one)"
 	@echo "make student  write student copies to build/student/"
+	@echo "make serve    the HTTP service on 127.0.0.1:8000 (page at /) and two workers; Ctrl-C stops all"
 	@echo "make site     build the course site offline into build/site/ (open build/site/index.html)"
 	@echo "make present CH=03  slides of one chapter (reveal.js, offline; S shows speaker notes)"
-	@echo "make bench    run the benchmarks in bench/ (JSON on stdout; about 15 minutes)"
+	@echo "make bench    run the benchmarks in bench/ (JSON on stdout; about 17 minutes)"
 	@echo "make chaos    2,000 jobs, workers killed and paused, a server restart (JSON; about 1 minute)"
 	@echo "make db-stop  stop the embedded PostgreSQL and the embedded Redis"
 
@@ -58,6 +59,13 @@ db-stop: $(STAMP)
 lab: db
 	@echo "JupyterLab on notebooks/ (Ctrl-C to stop; the database keeps running, make db-stop stops it)"
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ROOT) $(LAB_ARGS)
+
+# The course's HTTP service and two workers on the `serve` schema (created on first use).
+# `cachequeue serve` passes Ctrl-C on to its workers once: graceful stop, then exit.
+SERVE_SCHEMA ?= serve
+SERVE_PORT   ?= 8000
+serve: db
+	$(BIN)/cachequeue serve --schema $(SERVE_SCHEMA) --port $(SERVE_PORT) --app cachequeue.course.webapp:create_app --workers 2 --concurrency 2 --handlers cachequeue.course.summaries:HANDLERS
 
 lint: $(DEV)
 	$(BIN)/ruff check .

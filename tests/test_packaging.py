@@ -27,6 +27,9 @@ from cachequeue.shared import fencing
 assert "fenced_resources" in sqlfile.read("cachequeue.shared", "fencing.sql")
 assert "excluded.fence" in fencing.query("fenced_write").sql
 assert [len(data.rows(t)) for t in data.TABLES] == [2, 5, 5, 9]
+from cachequeue.service import events
+from cachequeue.course import webapp
+assert events.history and all((webapp.PAGE_DIR / f).is_file() for f in ("index.html", "app.js"))
 print("ok")
 """
 

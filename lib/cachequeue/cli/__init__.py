@@ -3,6 +3,8 @@
     cachequeue worker --schema NAME --handlers MODULE:ATTR [--concurrency N] [--lease S]
                       [--poll S] [--heartbeat S] [--shutdown-timeout S] [--kinds a,b]
                       [--name W] [--no-listen]
+    cachequeue serve --schema NAME --app MODULE:ATTR [--host H] [--port P]
+                     [--workers N --handlers MODULE:ATTR] [--concurrency N] ...
 
 `COMMANDS` is the registry: a later part adds a subcommand (e.g. `serve`) by writing a
 module with a `COMMAND` (see `base.Command`) and adding it to the list. Exit status: 0 when
@@ -16,12 +18,12 @@ from __future__ import annotations
 
 import sys
 
-from . import worker
+from . import serve, worker
 from .base import EXIT_USAGE, Command, Parser, UsageError
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-COMMANDS: list[Command] = [worker.COMMAND]
+COMMANDS: list[Command] = [worker.COMMAND, serve.COMMAND]
 
 
 def build_parser() -> Parser:

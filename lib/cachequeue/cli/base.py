@@ -10,10 +10,13 @@ and exits with status 2, so a typo never reaches the database.
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["EXIT_HANDED_BACK", "EXIT_USAGE", "Command", "Parser", "UsageError"]
+__all__ = ["EXIT_HANDED_BACK", "EXIT_USAGE", "Command", "Parser", "UsageError",
+           "import_attribute"]
 
 EXIT_USAGE = 2  # bad arguments: nothing was started
 EXIT_HANDED_BACK = 3  # stopped, but some jobs were handed back (or left to lease expiry)
@@ -36,3 +39,19 @@ class Command:
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     prepare: Callable[[argparse.Namespace], Callable[[], int]]
+
+
+def import_attribute(spec: str, option: str, what: str) -> Any:
+    """The object named by "MODULE:ATTR" (the value of `--option`), or a UsageError that
+    says in one line what is wrong; `what` names the module's role ("handler", "app")."""
+    module_name, colon, attr = spec.partition(":")
+    if not colon or not module_name or not attr:
+        raise UsageError(f"--{option} must look like MODULE:ATTR, got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageError(f"cannot import {what} module {module_name!r}: {exc}") from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from None

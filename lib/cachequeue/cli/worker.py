@@ -17,7 +17,6 @@ leave them to lease expiry), 1 on an unexpected error, 2 for bad arguments.
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import os
 import signal
@@ -30,7 +29,7 @@ from ..errors import ConfigurationError
 from ..queue import Worker
 from ..queue.logline import LOGGER, formatter, log_line
 from ..queue.notify import one_line
-from .base import EXIT_HANDED_BACK, Command, UsageError
+from .base import EXIT_HANDED_BACK, Command, UsageError, import_attribute
 
 __all__ = ["COMMAND", "load_handlers"]
 
@@ -38,17 +37,7 @@ __all__ = ["COMMAND", "load_handlers"]
 def load_handlers(spec: str) -> Mapping[str, Callable[..., Any]]:
     """The mapping named by "MODULE:ATTR" (e.g. "cachequeue.course.handlers:HANDLERS");
     UsageError, with a one-line reason, when it cannot be imported or is not a mapping."""
-    module_name, colon, attr = spec.partition(":")
-    if not colon or not module_name or not attr:
-        raise UsageError(f"--handlers must look like MODULE:ATTR, got {spec!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UsageError(f"cannot import handler module {module_name!r}: {exc}") from None
-    try:
-        handlers = getattr(module, attr)
-    except AttributeError:
-        raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from None
+    handlers = import_attribute(spec, "handlers", "handler")
     if not isinstance(handlers, Mapping):
         raise UsageError(f"{spec} must be a mapping {{kind: callable}}, "
                          f"got {type(handlers).__name__}")

@@ -6,6 +6,9 @@
   chapter's right and wrong variants), `data` (the sample CSVs, shipped as package data);
 - real worker processes: `handlers` (the `effect` handler: a vendor call, a charge booked
   once per business key, a "started" report), `fleet` (start, watch, kill, stop workers);
+- the sample app on the HTTP service: `webapp` (tokens, documents router, the page in
+  `web/`, `create_app` for `cachequeue serve`), `summaries` (summary jobs: business key,
+  handlers), `stack` (the service and its workers as real processes);
 - probes of what goes wrong: `naive` (read-then-update claims, SKIP LOCKED in a report),
   `horizon` (what an open transaction holds: xid, snapshot, row lock, dead rows),
   `timers` (in-process timers die with their process), `ttldict` (a TTL-only map),
@@ -42,10 +45,13 @@ __all__ = [
     "reading",
     "redislab",
     "sharedreaders",
+    "stack",
     "statements",
+    "summaries",
     "summariser",
     "tenancy",
     "timers",
     "ttldict",
+    "webapp",
     "workload",
 ]

@@ -21,10 +21,14 @@ from ..checks import check_choice
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["TABLES", "frames", "load_sample", "read_csv", "rows"]
+__all__ = ["CREDENTIALS", "TABLES", "frames", "load_sample", "read_csv", "rows"]
 
 # Load order respects the foreign keys.
 TABLES = ("tenants", "users", "documents", "document_versions")
+# Columns that are credentials (the sample users' API tokens, chapter 07): the files and the
+# tables carry them, but frames() leaves them out, so a table shown in a notebook shows who
+# the users are, not how to log in as them.
+CREDENTIALS = {"users": ("api_token",)}
 
 
 def read_csv(table: str) -> str:
@@ -44,10 +48,12 @@ def rows(table: str) -> list[dict[str, str]]:
 
 
 def frames() -> dict[str, pd.DataFrame]:
-    """Every sample table as a DataFrame, keyed by table name."""
+    """Every sample table as a DataFrame, keyed by table name (without CREDENTIALS columns)."""
     import pandas as pd
 
-    return {table: pd.read_csv(io.StringIO(read_csv(table))) for table in TABLES}
+    return {table: pd.read_csv(io.StringIO(read_csv(table))).drop(
+                columns=list(CREDENTIALS.get(table, ())))
+            for table in TABLES}
 
 
 def load_sample(conn: psycopg.Connection) -> dict[str, int]:

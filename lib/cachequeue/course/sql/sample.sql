@@ -11,7 +11,10 @@ CREATE TABLE users (
     id        integer PRIMARY KEY,
     tenant_id integer NOT NULL REFERENCES tenants (id),
     name      text NOT NULL,
-    role      text NOT NULL CHECK (role IN ('admin', 'member'))
+    role      text NOT NULL CHECK (role IN ('admin', 'member')),
+    -- The sample user's bearer token for the HTTP service (chapter 07). Published in the
+    -- README: these are demonstration credentials. A real service stores only a hash.
+    api_token text NOT NULL UNIQUE
 );
 
 CREATE TABLE documents (

@@ -1,0 +1,98 @@
+"""`cachequeue serve`: the HTTP service on uvicorn, optionally with worker processes beside it.
+
+    cachequeue serve --schema serve --app cachequeue.course.webapp:create_app \
+                     --workers 2 --handlers cachequeue.course.summaries:HANDLERS
+
+`--app MODULE:ATTR` names a factory called as `factory(schema)` that returns the ASGI app
+(`cachequeue.service.create_app` plus whatever the application adds). `--port 0` picks a
+free port; the log line `service listening url=http://...` says which, once the app has
+started, so a supervisor (a test, a notebook) waits for that line instead of sleeping.
+
+`--workers N` starts N `cachequeue worker` processes on the same schema. They run in their
+own process group, so Ctrl-C in a terminal reaches this process only, and each signal it
+gets is passed on exactly once: the first SIGINT or SIGTERM stops uvicorn gracefully, ends
+the event streams (clients reconnect with Last-Event-ID) and sends SIGTERM to each worker
+(stop claiming, finish or hand back within --shutdown-timeout); a second one forces
+uvicorn out and sends the workers their second SIGTERM (hand back at once). On Linux a
+worker also gets SIGTERM if this process dies without a word (SIGKILL), so none is left
+behind. Exit status: 0 when everything stopped cleanly, 3 when a worker handed jobs back,
+1 on an error, 2 for bad arguments (before anything is started).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from typing import Any
+
+from .. import db
+from ..errors import ConfigurationError
+from .base import Command, UsageError, import_attribute
+from .worker import load_handlers
+
+__all__ = ["COMMAND", "load_factory"]
+
+
+def load_factory(spec: str) -> Callable[[str], Any]:
+    """The callable named by "MODULE:ATTR"; UsageError with a one-line reason otherwise."""
+    factory = import_attribute(spec, "app", "app")
+    if not callable(factory):
+        raise UsageError(f"{spec} must be a callable factory(schema) -> ASGI app")
+    return factory
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--schema", required=True, help="the schema of the queue to serve")
+    parser.add_argument("--app", required=True, metavar="MODULE:ATTR",
+                        help="a factory(schema) returning the ASGI app")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=int, default=8000,
+                        help="port to listen on (default 8000; 0 picks a free one)")
+    parser.add_argument("--workers", type=int, default=0, metavar="N",
+                        help="also run N `cachequeue worker` processes (default 0)")
+    parser.add_argument("--handlers", default=None, metavar="MODULE:ATTR",
+                        help="the workers' handlers (required with --workers)")
+    parser.add_argument("--concurrency", type=int, default=1, metavar="N",
+                        help="jobs each worker runs at once (default 1)")
+    parser.add_argument("--shutdown-timeout", type=float, default=10.0, metavar="S",
+                        help="after a signal, how long workers may finish before they hand "
+                             "jobs back (default 10)")
+    parser.add_argument("--no-access-log", dest="access_log", action="store_false",
+                        help="do not log one line per request")
+
+
+def prepare(args: argparse.Namespace) -> Callable[[], int]:
+    """Check every argument without touching the database; return the function that runs."""
+    try:
+        db.schema_name(args.schema)
+        if os.environ.get("DATABASE_URL", "").strip():
+            db.database_url()  # only parses the URL
+    except (ValueError, ConfigurationError) as exc:
+        raise UsageError(str(exc)) from None
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be 0..65535, got {args.port}")
+    if not 0 <= args.workers <= 32:
+        raise UsageError(f"--workers must be 0..32, got {args.workers}")
+    if args.concurrency < 1:
+        raise UsageError(f"--concurrency must be >= 1, got {args.concurrency}")
+    if not 0 <= args.shutdown_timeout <= 3600:
+        raise UsageError(f"--shutdown-timeout must be 0..3600 seconds, got {args.shutdown_timeout}")
+    if args.workers and not args.handlers:
+        raise UsageError("--workers needs --handlers MODULE:ATTR")
+    if args.handlers and not args.workers:
+        raise UsageError("--handlers is for the workers; add --workers N")
+    if args.handlers:
+        load_handlers(args.handlers)  # the workers would refuse it; say so before starting
+    factory = load_factory(args.app)
+    from . import serving  # uvicorn and the service: imported only by this command
+
+    return lambda: serving.run(args, factory)
+
+
+COMMAND = Command(
+    name="serve",
+    help="run the HTTP service (and, with --workers, worker processes) until SIGINT/SIGTERM",
+    add_arguments=add_arguments,
+    prepare=prepare,
+)

@@ -1,0 +1,82 @@
+-- Statements of the HTTP service (cachequeue.service). The job statements themselves
+-- (submit, status) are the queue's own, in cachequeue/queue/sql/queries.sql; these only
+-- read. Every read names the tenant: a job of another tenant is simply not found.
+
+-- name: job_request
+-- The kind and payload a job of this tenant was submitted with (None for another tenant's job).
+SELECT kind, payload, state::text AS state
+FROM jobs
+WHERE id = %(job_id)s AND tenant_id = %(tenant_id)s;
+
+-- name: events
+-- A job's history as numbered events, derived from the jobs, job_attempts and job_audit rows.
+-- One event per notification the jobs table sends: accepted (the insert); started (a claim,
+-- also the takeover of an expired lease); and how each attempt ended: done, retrying,
+-- released, failed, cancelled. An operator's retry is `requeued`, a cancel of a pending job
+-- `cancelled` (both from the audit rows). An attempt that expired and was taken over ends in
+-- the next `started`; one that expired on the last attempt ends the job `failed`.
+-- Events are ordered by (attempt, phase, audit id), an order in which every new event sorts
+-- after every old one, so `seq` (the row number in that order) never changes once given:
+-- it is the event id that Last-Event-ID sends back.
+WITH job AS (
+    SELECT id, state::text AS state, created_at
+    FROM jobs
+    WHERE id = %(job_id)s AND tenant_id = %(tenant_id)s
+),
+attempts AS (
+    SELECT a.*, EXISTS (SELECT 1 FROM job_attempts b
+                        WHERE b.job_id = a.job_id AND b.attempt > a.attempt) AS taken_over,
+           EXISTS (SELECT 1 FROM job_audit r
+                   WHERE r.job_id = a.job_id AND r.action = 'retry'
+                     AND (r.detail ->> 'previous_attempts')::integer = a.attempt) AS retried
+    FROM job_attempts a
+    WHERE a.job_id = (SELECT id FROM job)
+),
+timeline AS (
+    SELECT 0 AS attempt, 1 AS phase, 0::bigint AS tie, 'accepted' AS event,
+           'pending' AS state, created_at AS at, NULL::text AS error
+    FROM job
+    UNION ALL
+    SELECT attempt, 0, 0, 'started', 'running', started_at, NULL
+    FROM attempts
+    UNION ALL
+    SELECT attempt, 1, 0,
+           CASE outcome WHEN 'retry' THEN 'retrying' WHEN 'expired' THEN 'failed'
+                        ELSE outcome END,
+           CASE outcome WHEN 'retry' THEN 'pending' WHEN 'released' THEN 'pending'
+                        WHEN 'expired' THEN 'failed' ELSE outcome END,
+           finished_at, error
+    FROM attempts
+    WHERE outcome IS NOT NULL AND (outcome <> 'expired' OR NOT taken_over OR retried)
+    UNION ALL
+    SELECT (r.detail ->> 'previous_attempts')::integer, 2, r.id, 'requeued', 'pending',
+           r.at, r.reason
+    FROM job_audit r
+    WHERE r.job_id = (SELECT id FROM job) AND r.action = 'retry'
+    UNION ALL
+    SELECT (r.detail ->> 'attempts')::integer, 2, r.id, 'cancelled', 'cancelled', r.at, r.reason
+    FROM job_audit r
+    WHERE r.job_id = (SELECT id FROM job) AND r.action = 'cancel'
+      AND r.detail ->> 'previous_state' = 'pending'
+),
+numbered AS (
+    SELECT row_number() OVER (ORDER BY attempt, phase, tie) AS seq, *
+    FROM timeline
+)
+SELECT (SELECT state FROM job) AS job_state, seq, event, state, attempt, at, error
+FROM (SELECT 1) AS always
+LEFT JOIN numbered ON numbered.seq > %(after)s
+ORDER BY seq;
+
+-- name: ready
+-- The readiness probe: the claim's first step, read-only (lock the next runnable job, skipping locked ones; change nothing).
+SELECT count(*)
+FROM (SELECT id FROM jobs
+      WHERE state = 'pending' AND run_after <= cq_now()
+      ORDER BY run_after, id
+      LIMIT 1
+      FOR UPDATE SKIP LOCKED) AS next_job;
+
+-- name: ready_timeout
+-- Bound the probe's statements (and its lock waits) for the rest of its transaction.
+SELECT set_config('statement_timeout', %(ms)s, true), set_config('lock_timeout', %(ms)s, true);

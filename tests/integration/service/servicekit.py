@@ -1,0 +1,71 @@
+"""Helpers of the service tests: a real uvicorn on a loopback socket in a thread, tokens, waits.
+
+`live` serves the course's app (`course.webapp.create_app`) on the test's own schema; the
+test talks HTTP to `live.url` with httpx and can still look inside (`live.service`: the
+pool, the hub). Streams are tested on this socket: httpx's in-process ASGI transport
+buffers a response until it ends, which an event stream never does.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+import httpx
+import uvicorn
+
+from cachequeue.cli.serving import listen_socket
+from cachequeue.course import webapp
+from cachequeue.service import begin_shutdown
+
+USERS = {u["id"]: u for u in webapp.sample_users()}
+
+
+# The Authorization header of a sample user (10, 11, 12 in tenant 1; 20, 21 in tenant 2).
+auth = webapp.bearer
+
+
+def wait_until(condition, timeout: float = 10.0, what: str = "condition"):
+    """Poll a cheap in-process condition until it holds (it becomes true on its own)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} did not hold within {timeout} s")
+        time.sleep(0.01)
+
+
+@dataclass
+class Live:
+    app: object
+    server: uvicorn.Server
+    url: str
+
+    @property
+    def service(self):
+        return self.app.state.service
+
+    def client(self, **kw) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=10, **kw)
+
+
+def serve(app) -> tuple[uvicorn.Server, threading.Thread, str]:
+    sock = listen_socket("127.0.0.1", 0)
+    # log_config=None: uvicorn's loggers propagate to the root logger, where caplog sees them.
+    server = uvicorn.Server(uvicorn.Config(app, log_config=None, log_level="debug",
+                                           timeout_graceful_shutdown=5))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    wait_until(lambda: server.started or not thread.is_alive(), 30, "uvicorn startup")
+    assert server.started, "uvicorn did not start"
+    return server, thread, f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def stop(app, server, thread) -> None:
+    begin_shutdown(app)
+    server.should_exit = True
+    thread.join(30)
+    assert not thread.is_alive(), "uvicorn did not stop"

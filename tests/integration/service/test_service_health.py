@@ -1,0 +1,61 @@
+"""Liveness vs readiness (Q14): /healthz never touches the database; /readyz answers 503
+within its timeout when the claim path cannot run, and 200 again once it can. The server
+that is stopped is a private throw-away one, whatever DATABASE_URL says."""
+
+import time
+
+import httpx
+import pytest
+from servicekit import auth, serve, stop, wait_until
+
+from cachequeue import db, embedded
+from cachequeue.course import webapp
+
+
+def test_both_answer_200_when_all_is_well(live):
+    with live.client() as http:
+        assert http.get("/healthz").json() == {"status": "alive", "streams": 0}
+        assert http.get("/readyz").json() == {"status": "ready"}
+
+
+def test_a_locked_jobs_table_makes_readiness_fail_within_its_timeout(make_live, schema):
+    live = make_live(ready_timeout=0.5)
+    with db.connect(schema) as blocker, live.client() as http:
+        with blocker.transaction():
+            blocker.execute("LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")  # a migration, say
+            started = time.monotonic()
+            ready = http.get("/readyz")
+            waited = time.monotonic() - started
+            alive = http.get("/healthz")
+        after = http.get("/readyz")
+    assert ready.status_code == 503 and ready.json()["code"] == "not_ready"
+    assert ready.headers["retry-after"] == "1"
+    assert waited < 5, f"answered after {waited:.1f} s, the timeout is 0.5 s"
+    assert alive.status_code == 200 and after.status_code == 200
+
+
+@pytest.fixture(scope="module")
+def server():
+    with embedded.Throwaway() as s:
+        yield s
+
+
+def test_stopping_the_database_fails_readiness_not_liveness(server):
+    app = webapp.create_app("svc_health", url=server.url, ready_timeout=1.0, pool_timeout=1.0)
+    uv, thread, url = serve(app)
+    try:
+        with httpx.Client(base_url=url, timeout=30) as http:
+            assert http.get("/readyz").status_code == 200
+            server.stop()
+            alive, ready = http.get("/healthz"), http.get("/readyz")
+            refused = http.post("/v1/jobs", json={"kind": "noop"}, headers=auth(11))
+            server.start()
+            wait_until(lambda: http.get("/readyz").status_code == 200, 60, "ready again")
+            accepted = http.post("/v1/jobs", json={"kind": "noop"}, headers=auth(11))
+    finally:
+        stop(app, uv, thread)
+    assert alive.status_code == 200
+    assert ready.status_code == 503 and ready.json()["code"] == "not_ready"
+    assert refused.status_code == 503 and refused.json()["code"] == "database_unavailable"
+    assert refused.headers["retry-after"] == "5"
+    assert accepted.status_code == 202

@@ -1,0 +1,75 @@
+"""What a request must look like: the body of POST /v1/jobs, Idempotency-Key, Last-Event-ID.
+Each refusal is a Problem with the status and the code a client can act on."""
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from cachequeue.queue.limits import MAX_PAYLOAD_BYTES
+from cachequeue.service.problems import Problem
+from cachequeue.service.requests import (
+    JobRequest,
+    idempotency_key,
+    last_event_id,
+    parse_job_request,
+)
+from cachequeue.service.responses import retry_after_for
+
+
+def body(**fields) -> bytes:
+    return json.dumps(fields).encode()
+
+
+def test_a_good_body_becomes_a_job_request():
+    assert parse_job_request(body(kind="noop")) == JobRequest("noop", {}, 3, None)
+    request = parse_job_request(body(kind="summarise", payload={"document_id": 42},
+                                     max_attempts=5, run_after=2.5))
+    assert request == JobRequest("summarise", {"document_id": 42}, 5, 2.5)
+    when = parse_job_request(body(kind="noop", run_after="2026-01-01T08:00:00+08:00")).run_after
+    assert when == datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("raw, status, code, message", [
+    (b"", 400, "malformed_json", "not valid JSON"),
+    (b"{'kind': 'noop'}", 400, "malformed_json", "not valid JSON"),
+    (b"\xff\xfe", 400, "malformed_json", "not valid JSON"),
+    (b"null", 422, "invalid_job", "must be a JSON object, got NoneType"),
+    (body(), 422, "invalid_job", "kind must be a str, got NoneType None"),
+    (body(kind=""), 422, "invalid_job", "kind must be a non-empty string"),
+    (body(kind=7), 422, "invalid_job", "kind must be a str"),
+    (body(kind="noop", payload="x"), 422, "invalid_job", "payload must be a JSON object"),
+    (body(kind="noop", max_attempts=101), 422, "invalid_job", "max_attempts must be <= 100"),
+    (body(kind="noop", max_attempts=2.0), 422, "invalid_job", "max_attempts must be an int"),
+    (body(kind="noop", run_after=-1), 422, "invalid_job", "run_after must be >= 0"),
+    (body(kind="noop", run_after="soon"), 422, "invalid_job", "seconds or an ISO 8601 time"),
+    (body(kind="noop", run_after="2026-01-01T00:00:00"), 422, "invalid_job", "time zone"),
+    (body(kind="noop", queue="fast"), 422, "invalid_job", "unknown fields ['queue']"),
+    (body(kind="noop", payload={"t": "x" * MAX_PAYLOAD_BYTES}), 413, "payload_too_large",
+     f"the limit is {MAX_PAYLOAD_BYTES}"),
+])
+def test_a_bad_body_is_refused_with_a_clear_message(raw, status, code, message):
+    with pytest.raises(Problem) as caught:
+        parse_job_request(raw)
+    assert (caught.value.status, caught.value.code) == (status, code)
+    assert message in caught.value.detail
+
+
+def test_an_idempotency_key_is_checked():
+    assert idempotency_key(None) is None and idempotency_key("upload-7") == "upload-7"
+    for bad in ("", "   ", "k" * 201):
+        with pytest.raises(Problem) as caught:
+            idempotency_key(bad)
+        assert (caught.value.status, caught.value.code) == (400, "bad_idempotency_key")
+
+
+def test_last_event_id_is_a_number_from_the_stream():
+    assert [last_event_id(h) for h in (None, "", " 0 ", "17")] == [0, 0, 0, 17]
+    for bad in ("-1", "1.5", "abc", "9" * 19):
+        with pytest.raises(Problem):
+            last_event_id(bad)
+
+
+def test_retry_after_waits_at_least_until_a_later_start():
+    assert [retry_after_for(1, r) for r in (None, 0.5, 1, 1.2, 30)] == [1, 1, 1, 2, 30]
+    assert retry_after_for(2, datetime(2030, 1, 1, tzinfo=UTC)) == 2
