@@ -45,16 +45,3 @@ def database_url():
     from cachequeue import db
 
     return db.database_url()
-
-
-def pytest_report_header(config):
-    """One clear line when the browser tests cannot run (tests/browser/chromium.py)."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).parent / "tests" / "browser"))
-    try:
-        from chromium import SKIP_LINE, find_chromium
-    finally:
-        sys.path.pop(0)
-    return None if find_chromium() else SKIP_LINE

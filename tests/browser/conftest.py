@@ -1,23 +1,33 @@
 """Browser tests: a real headless Chromium (Debian's, driven by playwright) against the
-service running as a real process."""
+service running as a real process. Where Chromium is, its flags and the one "skipped" line
+come from tools/browser.py, shared with the course site's browser checks."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
-from chromium import FLAGS, SKIP_LINE, find_chromium
+
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
+if str(TOOLS) not in sys.path:
+    sys.path.insert(0, str(TOOLS))
+
+import browser as chromium_tools  # noqa: E402  (tools/ is not a package)
 
 
 @pytest.fixture
 def browser(tmp_path):
     """A persistent Chromium context on a fresh, empty profile folder (tabs share its
     localStorage, as a person's browser does)."""
-    executable = find_chromium()
+    executable = chromium_tools.chromium()
     if executable is None:
-        pytest.skip(SKIP_LINE)
+        pytest.skip(chromium_tools.SKIP_LINE)
     sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[dev]'")
     with sync_api.sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            tmp_path / "profile", executable_path=executable, headless=True, args=FLAGS)
+            tmp_path / "profile", executable_path=executable, headless=True,
+            args=chromium_tools.FLAGS)
         context.set_default_timeout(30_000)
         try:
             yield context
