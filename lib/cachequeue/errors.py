@@ -6,6 +6,7 @@ __all__ = [
     "DatabaseUnavailable",
     "ForeignClaim",
     "InvalidJob",
+    "LeaseLost",
     "PayloadTooLarge",
     "RedisUnavailable",
     "UnknownKind",
@@ -42,3 +43,7 @@ class PayloadTooLarge(InvalidJob):
 
 class ForeignClaim(CacheQueueError, ValueError):
     """A Claim was used on a connection to another schema than the one it was claimed in."""
+
+
+class LeaseLost(CacheQueueError):
+    """A holder that no longer holds its job's lease tried to record progress; nothing was recorded."""

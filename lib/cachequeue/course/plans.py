@@ -37,10 +37,13 @@ def fill_finished(conn: psycopg.Connection, count: int, *, tenants: int = 10) ->
     return count
 
 
-def fill_pending(conn: psycopg.Connection, count: int, *, tenant_id: int = 1) -> int:
-    """Insert `count` pending no-op jobs of `tenant_id`, due now; returns count."""
+def fill_pending(conn: psycopg.Connection, count: int, *, tenant_id: int = 1,
+                 tenants: int = 1) -> int:
+    """Insert `count` pending no-op jobs, due now, of `tenant_id` (with `tenants` > 1: dealt
+    round-robin to tenants tenant_id, tenant_id + 1, ...); returns count."""
     params = {"count": check_int(count, "count", minimum=0),
-              "tenant_id": check_int(tenant_id, "tenant_id")}
+              "tenant_id": check_int(tenant_id, "tenant_id"),
+              "tenants": check_int(tenants, "tenants", minimum=1)}
     conn.execute(_QUERIES["fill_pending"].sql, params)
     return count
 

@@ -11,12 +11,35 @@
 - `workers`: the workers table (who runs, last heartbeat, jobs in hand); `notify`: the
   jobs table's notification channel and a listener thread. Their SQL is in `sql/workers.sql`.
 - `limits`: the queue's limits (payload size, lease, error text) and the checks of its inputs.
+- Operating the queue (chapter 08), each with its SQL in `sql/<module>.sql`: `metrics`
+  (depth, oldest wait, rates, durations, ratios; bounded tenant labels), `fairness` (the
+  fair claim, a per-tenant cap), `ratelimit` (a per-kind token bucket in the database),
+  `outbox` (events written with the business change; relay; inbox dedup), `deadletter`
+  (failed jobs by filter; audited bulk retry with a dry run), `checkpoints` (stages of a
+  multi-stage job). Their tables and indexes are installed by each module's `install(conn)`.
 
 This part imports only the ground floor (`cachequeue.checks`, `db`, `errors`, `sqlfile`, ...);
 never `cachequeue.cache` or `cachequeue.course`.
 """
 
-from . import context, inflight, jobs, limits, logline, notify, retry, runner, worker, workers
+from . import (
+    checkpoints,
+    context,
+    deadletter,
+    fairness,
+    inflight,
+    jobs,
+    limits,
+    logline,
+    metrics,
+    notify,
+    outbox,
+    ratelimit,
+    retry,
+    runner,
+    worker,
+    workers,
+)
 from .context import JobContext
 from .jobs import Claim, JobStatus
 from .retry import PermanentError, RetryableError, RetryPolicy
@@ -30,12 +53,18 @@ __all__ = [
     "RetryPolicy",
     "RetryableError",
     "Worker",
+    "checkpoints",
     "context",
+    "deadletter",
+    "fairness",
     "inflight",
     "jobs",
     "limits",
     "logline",
+    "metrics",
     "notify",
+    "outbox",
+    "ratelimit",
     "retry",
     "runner",
     "worker",

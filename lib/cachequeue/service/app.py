@@ -9,7 +9,7 @@ adds what it knows through the seams: `authenticator` (token -> Principal), `rou
 see a job) and `static_dir` (a page served at `/`). The course builds its app this way
 (`cachequeue.course.webapp.create_app`), so this part never imports the course.
 
-Routers per resource (`routers.jobs`, `routers.health`); the shared state (pool, hub,
+Routers per resource (`routers.jobs`, `routers.health`, `routers.metrics`); the shared state (pool, hub,
 settings) is the `runtime.Service` in `app.state.service`, opened and closed by the app's
 lifespan.
 """
@@ -28,7 +28,7 @@ from fastapi.staticfiles import StaticFiles
 from .auth import Authenticator
 from .operations import CanRead
 from .problems import install as install_problems
-from .routers import health, jobs
+from .routers import health, jobs, metrics
 from .runtime import Service
 
 __all__ = ["begin_shutdown", "create_app"]
@@ -56,6 +56,7 @@ def create_app(schema: str, authenticator: Authenticator, *, url: str | None = N
     app.state.service = service
     install_problems(app)
     app.include_router(health.router)
+    app.include_router(metrics.router)
     app.include_router(jobs.router)
     for router in routers:
         app.include_router(router)

@@ -8,10 +8,10 @@ SELECT n %% %(tenants)s, 'noop', '{}', 'done', 1, cq_now()
 FROM generate_series(1, %(count)s) AS n;
 
 -- name: fill_pending
--- Add %(count)s pending no-op jobs of one tenant, due now.
+-- Add %(count)s pending no-op jobs, due now, dealt round-robin to tenants %(tenant_id)s .. %(tenant_id)s + %(tenants)s - 1.
 INSERT INTO jobs (tenant_id, kind, payload)
-SELECT %(tenant_id)s, 'noop', '{}'
-FROM generate_series(1, %(count)s);
+SELECT %(tenant_id)s + (n - 1) %% %(tenants)s, 'noop', '{}'
+FROM generate_series(1, %(count)s) AS n;
 
 -- name: analyze_jobs
 -- Refresh the planner's statistics of the jobs table (what autovacuum does soon after a bulk load).

@@ -1,5 +1,6 @@
-"""The service's routers, one per resource: `jobs` (/v1/jobs) and `health` (/healthz, /readyz)."""
+"""The service's routers, one per resource: `jobs` (/v1/jobs), `health` (/healthz, /readyz)
+and `metrics` (/metrics, Prometheus)."""
 
-from . import health, jobs
+from . import health, jobs, metrics
 
-__all__ = ["health", "jobs"]
+__all__ = ["health", "jobs", "metrics"]

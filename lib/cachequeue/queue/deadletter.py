@@ -1,0 +1,91 @@
+"""Dead letters: failed jobs kept with their reasons, and a filtered, audited bulk retry.
+
+A failed job stays in `jobs` (state 'failed', `last_error`) with every attempt in
+`job_attempts` (`jobs.history`): the dead-letter queue is a filter over the record, not a
+second copy of it. After an outage the operator retries what the outage failed, not
+everything:
+
+    dead = deadletter.failed(conn, kind="summarise", error_class="TimeoutError")
+    plan = deadletter.bulk_retry(conn, Filter(kind="summarise", error_class="TimeoutError"),
+                                 actor="ops", reason="vendor outage 09:00-09:20", dry_run=True)
+    done = deadletter.bulk_retry(conn, same_filter, actor="ops", reason="...")
+
+A dry run lists the job ids a real run would retry (the same query, the same order, the
+same limit) and changes nothing. A real run retries them in one statement, each with an
+audit row naming the actor, the reason and the filter. SQL in `sql/deadletter.sql`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from .. import sqlfile
+from ..checks import check_bool, check_instance, check_int, check_text
+
+__all__ = ["Filter", "bulk_retry", "failed"]
+
+_QUERIES = sqlfile.load(__package__, "deadletter.sql")
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Which failed jobs: None means any. `error_class` is the exception type that starts
+    `last_error` ("TimeoutError: vendor did not answer" -> "TimeoutError"); `since` and
+    `until` bound finished_at (until excluded)."""
+
+    kind: str | None = None
+    error_class: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    tenant_id: int | None = None
+
+
+def _params(where: Filter, limit: int) -> dict[str, Any]:
+    check_instance(where, "where", Filter)
+    for name in ("since", "until"):
+        value = getattr(where, name)
+        if value is not None:
+            check_instance(value, f"where.{name}", datetime)
+    return {"kind": check_text(where.kind, "where.kind", optional=True),
+            "error_class": check_text(where.error_class, "where.error_class", optional=True),
+            "since": where.since, "until": where.until,
+            "tenant_id": None if where.tenant_id is None else check_int(where.tenant_id,
+                                                                        "where.tenant_id"),
+            "limit": check_int(limit, "limit", minimum=1)}
+
+
+def failed(conn: psycopg.Connection, where: Filter = Filter(), *,
+           limit: int = 1000) -> list[dict[str, Any]]:
+    """Failed jobs matching `where`, oldest failure first: job_id, tenant_id, kind, attempts,
+    max_attempts, last_error, error_class, finished_at."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(_QUERIES["failed"].sql, _params(where, limit)).fetchall()
+
+
+def bulk_retry(conn: psycopg.Connection, where: Filter, *, actor: str, reason: str,
+               dry_run: bool = False, limit: int = 1000) -> list[int]:
+    """Retry the failed jobs matching `where` (at most `limit`); the job ids, in id order.
+
+    With `dry_run`, nothing changes and the ids are those a real run would retry now. A
+    filter that matches every failed job is refused unless `where` names at least one
+    field: "replay everything" should be a decision, not a default.
+    """
+    if where == Filter():
+        raise ValueError("bulk_retry needs a filter (kind, error_class, since/until or "
+                         "tenant_id); an empty one would replay every failed job")
+    params = _params(where, limit)
+    check_bool(dry_run, "dry_run")
+    if dry_run:
+        return sorted(row["job_id"] for row in failed(conn, where, limit=limit))
+    described = {k: (v.isoformat() if isinstance(v, datetime) else v)
+                 for k, v in asdict(where).items() if v is not None}
+    params |= {"actor": check_text(actor, "actor"),
+               "reason": check_text(reason, "reason", limit=1000),
+               "filter": json.dumps(described)}
+    return list(conn.execute(_QUERIES["retry_matching"].sql, params).fetchone()[0])

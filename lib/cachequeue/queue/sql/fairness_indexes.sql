@@ -1,0 +1,12 @@
+-- The two indexes of the fair claim (cachequeue.queue.fairness). fairness.install(conn)
+-- applies this file (IF NOT EXISTS, under an advisory lock, so workers starting together do
+-- not collide); it is not part of db.SCHEMA_FILES, so a chapter that never claims fairly
+-- pays nothing for them on every insert.
+SELECT pg_advisory_xact_lock(hashtext('cachequeue.fairness.' || current_schema()));
+
+-- Pending jobs by tenant, oldest first: the skip scan over tenants and each tenant's next
+-- jobs read only this index (kind is included for the kinds filter).
+CREATE INDEX IF NOT EXISTS jobs_fair ON jobs (tenant_id, run_after, id) INCLUDE (kind)
+    WHERE state = 'pending';
+-- Running jobs by tenant: how many a tenant already has, counted from the index alone.
+CREATE INDEX IF NOT EXISTS jobs_fair_running ON jobs (tenant_id) WHERE state = 'running';

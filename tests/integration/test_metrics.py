@@ -1,0 +1,48 @@
+"""The queue's figures come from its tables, per tenant and kind, with bounded labels."""
+
+from datetime import timedelta
+
+from cachequeue import db
+from cachequeue.course import plans
+from cachequeue.queue import jobs, metrics
+from cachequeue.service import exporter
+
+
+def _series(text: bytes, name: str) -> list[str]:
+    return [line for line in text.decode().splitlines() if line.startswith(name + "{")]
+
+
+def test_ten_thousand_tenants_do_not_make_ten_thousand_series(conn):
+    plans.fill_pending(conn, 10_000, tenant_id=1, tenants=10_000)
+    plans.fill_pending(conn, 50, tenant_id=7)  # the busiest tenant
+    unbounded = metrics.snapshot(conn, top=None)
+    assert len(unbounded["depth"]) == 10_000  # a DataFrame may hold them; a TSDB should not
+    figures = metrics.snapshot(conn, top=20)
+    tenants = [row["tenant"] for row in figures["depth"]]
+    assert len(tenants) == 21 and "other" in tenants and "7" in tenants
+    assert sum(row["pending"] for row in figures["depth"]) == 10_050  # nothing lost in folding
+    text = exporter.exposition(figures)
+    assert len(_series(text, "cq_jobs_pending")) == 21
+    assert 'cq_jobs_pending{kind="noop",tenant="7"} 51.0' in text.decode()
+
+
+def test_figures_follow_the_database_clock(conn):
+    start = conn.execute("SELECT cq_now()").fetchone()[0]
+    db.set_clock(conn, start)
+    for n in range(4):
+        jobs.submit(conn, tenant_id=1, kind="noop", payload={"n": n})
+    jobs.submit(conn, tenant_id=2, kind="flaky", payload={})
+    db.set_clock(conn, start + timedelta(seconds=10))
+    first, second = jobs.claim_many(conn, 2)
+    db.set_clock(conn, start + timedelta(seconds=12))
+    jobs.finish(conn, first, {})
+    jobs.fail(conn, second, "TimeoutError: vendor")
+    figures = metrics.snapshot(conn, window=60, top=None)
+    by = {(f, r["tenant"], r["kind"]): r for f, rows in figures.items() for r in rows}
+    assert by["depth", "1", "noop"]["pending"] == 2  # the retry waits for its backoff: not due
+    assert by["oldest_wait", "1", "noop"]["seconds"] >= 12.0  # waiting since second 0
+    assert by["claim_rate", "1", "noop"]["per_second"] == 2 / 60
+    assert by["completion_rate", "1", "noop"]["per_second"] == 1 / 60
+    assert by["duration", "1", "noop"]["p50"] == 2.0
+    assert by["retry_ratio", "1", "noop"]["ratio"] == 0.5
+    assert ("failure_ratio", "2", "flaky") not in by and by["failure_ratio", "1", "noop"]["ratio"] == 0
