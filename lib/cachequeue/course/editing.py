@@ -19,7 +19,7 @@ from .. import sqlfile
 from ..checks import check_int, check_text
 from ..queue import outbox
 
-__all__ = ["current_summary", "delete_document", "latest_summary", "new_version"]
+__all__ = ["current_summary", "delete_document", "latest_summary", "new_version", "version"]
 
 _QUERIES = sqlfile.load(__package__, "editing.sql")
 
@@ -62,3 +62,12 @@ def delete_document(conn: psycopg.Connection, tenant_id: int, document_id: int) 
     params = {"tenant_id": check_int(tenant_id, "tenant_id"),
               "document_id": check_int(document_id, "document_id")}
     return conn.execute(_QUERIES["delete_document"].sql, params).fetchone() is not None
+
+
+def version(conn: psycopg.Connection, tenant_id: int, document_id: int) -> int | None:
+    """The document's current version, or None for a missing or other tenant's document."""
+    row = conn.execute(_QUERIES["version"].sql, {"tenant_id": check_int(tenant_id, "tenant_id"),
+                                                 "document_id": check_int(document_id,
+                                                                          "document_id")}
+                       ).fetchone()
+    return None if row is None else row[0]

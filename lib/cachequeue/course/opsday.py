@@ -31,9 +31,10 @@ from . import plans
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.figure import Figure
 
-__all__ = ["Day", "claims_per_second", "clear", "fair", "plain", "quota_knee", "run_day",
-           "shares"]
+__all__ = ["Day", "claims_per_second", "clear", "fair", "plain", "plot_day", "plot_knee",
+           "quota_knee", "run_day", "shares", "starts_per_second"]
 
 _QUERIES = sqlfile.load(__package__, "opsday.sql")
 Claimer = Callable[[psycopg.Connection, int, float], list[Claim]]
@@ -139,6 +140,35 @@ def claims_per_second(conn: psycopg.Connection, claim: Claimer, *, claims: int =
     return claims / (time.perf_counter() - started)
 
 
+def starts_per_second(conn: psycopg.Connection, schema: str, *, per_second: float | None,
+                      workers: int = 2, ask: int = 5, seconds: int = 10) -> float:
+    """Jobs of kind noop started per second when `workers` connections each ask for `ask`
+    jobs every second of a manual clock: through a database bucket of `per_second`
+    (`ratelimit.claim_limited`), or with `per_second=None` straight from `jobs.claim_many`."""
+    clear(conn)
+    clock = ManualClock()
+    db.set_clock(conn, clock.datetime())
+    plans.fill_pending(conn, workers * ask * seconds)  # due at the manual clock's start
+    if per_second is not None:
+        ratelimit.install(conn)
+        ratelimit.set_limit(conn, "noop", per_second=per_second, burst=per_second)
+    others = [db.connect(schema) for _ in range(check_int(workers, "workers", minimum=1) - 1)]
+    started = 0
+    try:
+        for _ in range(check_int(seconds, "seconds", minimum=1)):
+            for c in (conn, *others):
+                db.set_clock(c, clock.datetime())
+                claimed = (jobs.claim_many(c, ask, kinds=["noop"]) if per_second is None
+                           else ratelimit.claim_limited(c, "noop", ask))
+                started += len(claimed)
+            clock.advance(1)
+    finally:
+        for other in others:
+            other.close()
+        db.set_clock(conn, None)
+    return started / seconds
+
+
 def quota_knee(conn: psycopg.Connection, concurrencies: Iterable[int], *, per_second: float,
                job_seconds: int = 2, seconds: int = 60) -> pd.DataFrame:
     """Jobs completed per second at each concurrency, with the kind limited to `per_second`
@@ -146,10 +176,10 @@ def quota_knee(conn: psycopg.Connection, concurrencies: Iterable[int], *, per_se
     import pandas as pd
 
     rows = []
-    clock = ManualClock()  # one clock for every run: the bucket's time only moves forward
     for concurrency in concurrencies:
         clear(conn)
         ratelimit.install(conn)
+        clock = ManualClock()
         db.set_clock(conn, clock.datetime())
         ratelimit.set_limit(conn, "noop", per_second=per_second, burst=max(1.0, per_second))
         plans.fill_pending(conn, int(per_second * seconds) + concurrency * seconds)
@@ -170,3 +200,49 @@ def quota_knee(conn: psycopg.Connection, concurrencies: Iterable[int], *, per_se
             db.set_clock(conn, None)
         rows.append({"concurrency": concurrency, "jobs_per_second": done / seconds})
     return pd.DataFrame(rows)
+
+
+def plot_day(runs: dict[str, pd.DataFrame]) -> Figure:
+    """Depth and oldest wait per tenant over the day, one column per run ({title: frame})."""
+    from matplotlib.figure import Figure
+
+    from . import plots  # noqa: F401  (registers the Chinese font)
+
+    fig = Figure(figsize=(4.2 * len(runs), 5.6))
+    axes = fig.subplots(2, len(runs), sharex=True, squeeze=False)
+    for col, (title, frame) in enumerate(runs.items()):
+        for row, (column, label) in enumerate((("pending", "待领取的任务数"),
+                                               ("oldest_wait", "最久等待（分钟）"))):
+            ax = axes[row][col]
+            for tenant, part in frame.groupby("tenant"):
+                values = part[column] / 60 if column == "oldest_wait" else part[column]
+                ax.plot(part.minute, values, label=f"租户 {tenant}")
+            ax.set_ylabel(label)
+            ax.grid(alpha=0.3)
+            if row == 0:
+                ax.set_title(title)
+            else:
+                ax.set_xlabel("模拟时间（分钟）")
+    axes[0][0].legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def plot_knee(knee: pd.DataFrame, ceilings: dict[str, float]) -> Figure:
+    """Measured jobs/s against concurrency, with each ceiling as a horizontal line."""
+    from matplotlib.figure import Figure
+
+    from . import plots  # noqa: F401
+
+    fig = Figure(figsize=(6, 3.6))
+    ax = fig.subplots()
+    ax.plot(knee.concurrency, knee.jobs_per_second, marker="o", label="实测吞吐")
+    for (name, value), style in zip(ceilings.items(), ("--", ":", "-."), strict=False):
+        ax.axhline(value, linestyle=style, color="grey", label=f"{name}：{value:g} 个/秒")
+    ax.set_xlabel("并发数（同时运行的任务）")
+    ax.set_ylabel("完成的任务（个/秒）")
+    ax.set_title("并发与吞吐：拐点在最低的上限处")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig

@@ -26,7 +26,7 @@ from .. import db, sqlfile
 from ..checks import check_int, check_seconds, check_text
 from ..queue import outbox
 
-__all__ = ["Broker", "RelayProcess", "consume", "install", "messages"]
+__all__ = ["Broker", "RelayProcess", "clear", "consume", "install", "messages"]
 
 _QUERIES = sqlfile.load(__package__, "relaylab.sql")
 
@@ -35,6 +35,11 @@ def install(conn: psycopg.Connection) -> None:
     """The outbox and inbox tables, and the broker's message log."""
     outbox.install(conn)
     conn.execute(_QUERIES["install"].sql)
+
+
+def clear(conn: psycopg.Connection) -> None:
+    """Empty the outbox, the inbox and the broker's log."""
+    conn.execute(_QUERIES["clear"].sql)
 
 
 class Broker:

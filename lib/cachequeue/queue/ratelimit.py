@@ -33,7 +33,8 @@ def install(conn: psycopg.Connection) -> None:
 
 
 def set_limit(conn: psycopg.Connection, kind: str, *, per_second: float, burst: float = 1.0) -> None:
-    """Allow `per_second` jobs of `kind` per second, with up to `burst` at once."""
+    """Allow `per_second` jobs of `kind` per second, with up to `burst` at once. Replaces
+    any bucket the kind had; the new one starts full at cq_now()."""
     per_second = check_finite(per_second, "per_second")
     burst = check_finite(burst, "burst")
     if per_second <= 0:

@@ -38,3 +38,7 @@ LIMIT 1;
 UPDATE documents SET deleted_at = cq_now()
 WHERE id = %(document_id)s AND tenant_id = %(tenant_id)s AND deleted_at IS NULL
 RETURNING id;
+
+-- name: version
+-- The current version of a tenant's document.
+SELECT version FROM documents WHERE id = %(document_id)s AND tenant_id = %(tenant_id)s;

@@ -22,3 +22,7 @@ VALUES (%(event_id)s, %(topic)s, %(payload)s::jsonb);
 SELECT seq, event_id, topic, payload
 FROM broker_messages
 ORDER BY seq;
+
+-- name: clear
+-- Empty the outbox, the inbox and the broker's log (between two demonstrations).
+TRUNCATE outbox, inbox, broker_messages;

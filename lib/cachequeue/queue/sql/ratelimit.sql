@@ -12,12 +12,12 @@ CREATE TABLE IF NOT EXISTS rate_limits (
 );
 
 -- name: set_limit
--- Create or change the bucket of a kind; a new bucket starts full.
+-- Create or replace the bucket of a kind; it starts full, at this instant.
 INSERT INTO rate_limits (kind, per_second, burst, tokens, updated_at)
 VALUES (%(kind)s, %(per_second)s, %(burst)s, %(burst)s, cq_now())
 ON CONFLICT (kind) DO UPDATE
-SET per_second = EXCLUDED.per_second, burst = EXCLUDED.burst,
-    tokens = least(rate_limits.tokens, EXCLUDED.burst);
+SET per_second = EXCLUDED.per_second, burst = EXCLUDED.burst, tokens = EXCLUDED.tokens,
+    updated_at = EXCLUDED.updated_at;
 
 -- name: take
 -- Refill the bucket for the time passed, then take up to %(want)s whole tokens; return how many.
