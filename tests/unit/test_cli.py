@@ -38,6 +38,8 @@ def no_database(monkeypatch):
     (GOOD + ["--heartbeat", "40"], "heartbeat (40 s) must be shorter than the lease"),
     (GOOD + ["--shutdown-timeout", "-1"], "shutdown_timeout must be >= 0"),
     (GOOD + ["--kinds", "a,,b"], "a comma-separated list of kinds"),
+    (GOOD + ["--tenant-cap", "2"], "tenant_cap needs fair=True"),
+    (GOOD + ["--fair", "--tenant-cap", "0"], "tenant_cap must be >= 1"),
     (["worker", "--schema", "Bad-Name", "--handlers", "cachequeue.course.handlers:HANDLERS"],
      "schema name must be lower-case"),
     (["worker", "--schema", "ch06"], "the following arguments are required: --handlers"),

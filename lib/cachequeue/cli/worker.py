@@ -74,6 +74,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the worker's name in the workers table (default host-pid)")
     parser.add_argument("--no-listen", dest="listen", action="store_false",
                         help="do not LISTEN for new jobs: find them by polling only")
+    parser.add_argument("--fair", action="store_true",
+                        help="claim fairly across tenants (fewest running first)")
+    parser.add_argument("--tenant-cap", type=int, default=None, metavar="N",
+                        help="with --fair: at most N running jobs per tenant")
 
 
 def prepare(args: argparse.Namespace) -> Callable[[], int]:
@@ -89,7 +93,8 @@ def prepare(args: argparse.Namespace) -> Callable[[], int]:
         worker = Worker(lambda: db.connect(args.schema), handlers, name=args.name,
                         concurrency=args.concurrency, lease=args.lease, poll=args.poll,
                         heartbeat=args.heartbeat, shutdown_timeout=args.shutdown_timeout,
-                        kinds=args.kinds, listen=args.listen)
+                        kinds=args.kinds, listen=args.listen, fair=args.fair,
+                        tenant_cap=args.tenant_cap)
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     return lambda: _run(worker)

@@ -39,7 +39,7 @@ from typing import Any
 import psycopg
 
 from ..checks import check_bool, check_callable, check_int, check_seconds, check_text
-from . import jobs, workers
+from . import fairness, jobs, workers
 from .inflight import InFlight
 from .limits import check_lease
 from .logline import LOGGER, log_line
@@ -57,6 +57,8 @@ class Worker:
     (e.g. `lambda: db.connect("ch06")`). `handlers` maps each kind to `handler(payload)` or
     `handler(payload, ctx)` (see `context.JobContext`). `heartbeat` is the seconds between
     lease renewals (default lease / 3; 0 turns renewal off, for demonstrations only).
+    `fair=True` claims with `fairness.claim_fair` (fewest running per tenant first, at most
+    `tenant_cap` running jobs per tenant) instead of oldest first.
     `stats` counts: claimed, finished, retrying, failed, rejected (a report refused because
     the lease was lost), lost (a heartbeat found the lease gone), released (handed back),
     abandoned (could not be handed back: the database was unreachable), disconnects (lost
@@ -70,7 +72,8 @@ class Worker:
                  heartbeat: float | None = None, shutdown_timeout: float = 30.0,
                  kinds: Iterable[str] | None = None, policy: RetryPolicy | None = None,
                  listen: bool = True, backoff: RetryPolicy | None = None,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, fair: bool = False,
+                 tenant_cap: int | None = None) -> None:
         self._connect = check_callable(connect, "connect", "a callable returning a connection")
         self._kinds = check_handlers(handlers, kinds)
         self.name = check_text(name if name is not None else f"{socket.gethostname()}-{os.getpid()}",
@@ -86,6 +89,13 @@ class Worker:
         self._shutdown_timeout = check_seconds(shutdown_timeout, "shutdown_timeout",
                                                allow_zero=True, upper=24 * 3600.0)
         self._listen = check_bool(listen, "listen")
+        # The fair claim (fairness.claim_fair) instead of the oldest-first one; its indexes
+        # are installed when the worker first connects, like the workers table.
+        self._fair = check_bool(fair, "fair")
+        self._tenant_cap = None if tenant_cap is None else check_int(tenant_cap, "tenant_cap",
+                                                                     minimum=1)
+        if self._tenant_cap is not None and not self._fair:
+            raise ValueError("tenant_cap needs fair=True (only the fair claim counts per tenant)")
         self._backoff = backoff or RetryPolicy(base=0.05, cap=2.0)
         self._rng = rng or random.Random()
         self.stats: Counter = Counter()
@@ -229,6 +239,9 @@ class Worker:
         try:
             if not self._installed:  # the workers table, once per worker (IF NOT EXISTS)
                 workers.install(conn)
+                if self._fair:
+                    fairness.install(conn)
+                    self.stats["statements"] += 1
                 self._installed = True
                 self.stats["statements"] += 1
             workers.register(conn, self.name)
@@ -268,8 +281,12 @@ class Worker:
         free = self._free()
         self._want_claim = False  # a notification during the claim sets it again
         self._next_claim_at = now + self._poll
-        claims = jobs.claim_many(self._conn, free, lease=self._lease, kinds=self._kinds,
-                                 worker=self.name)
+        if self._fair:
+            claims = fairness.claim_fair(self._conn, free, lease=self._lease, kinds=self._kinds,
+                                         worker=self.name, tenant_cap=self._tenant_cap)
+        else:
+            claims = jobs.claim_many(self._conn, free, lease=self._lease, kinds=self._kinds,
+                                     worker=self.name)
         self.stats["statements"] += 1
         self._maybe_more = len(claims) == free
         for claim in claims:
