@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["Day", "claims_per_second", "clear", "fair", "plain", "plot_day", "plot_knee",
-           "quota_knee", "run_day", "shares", "starts_per_second"]
+           "migration_lock", "quota_knee", "run_day", "shares", "starts_per_second"]
 
 _QUERIES = sqlfile.load(__package__, "opsday.sql")
 Claimer = Callable[[psycopg.Connection, int, float], list[Claim]]
@@ -65,6 +66,15 @@ def fair(tenant_cap: int | None = None) -> Claimer:
     def claim(conn: psycopg.Connection, limit: int, lease: float) -> list[Claim]:
         return fairness.claim_fair(conn, limit, lease=lease, tenant_cap=tenant_cap)
     return claim
+
+
+@contextmanager
+def migration_lock(schema: str) -> Iterator[None]:
+    """Hold the jobs table of `schema` exclusively, on a connection of its own, for the
+    duration of the `with` block (a migration, say): every statement on jobs waits."""
+    with db.connect(schema) as other, other.transaction():
+        other.execute(_QUERIES["lock_jobs"].sql)
+        yield
 
 
 def clear(conn: psycopg.Connection) -> None:
