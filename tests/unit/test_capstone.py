@@ -102,3 +102,53 @@ def test_probe_read_sees_no_coalescing_and_a_check_on_load_only():
 def test_probes_refuse_what_is_not_callable(probe):
     with pytest.raises(TypeError):
         probe("summary_key")
+
+
+class StubResponse:
+    def __init__(self, body):
+        self.body = body
+
+    def json(self):
+        return self.body
+
+    def raise_for_status(self):
+        return None
+
+
+class StubService:
+    """Answers like the course's service: job 7 for any summary request, done with `output`."""
+
+    def __init__(self, state="done", version=3):
+        self.state, self.version, self.sent = state, version, []
+
+    def post(self, url, *, json, headers):
+        self.sent.append(("POST", url, json, headers))
+        return StubResponse({"id": 7, "state": "pending"})
+
+    def get(self, url, *, headers):
+        self.sent.append(("GET", url, None, headers))
+        output = {"version": self.version, "summary": "摘要"} if self.state == "done" else None
+        return StubResponse({"state": self.state, "output": output, "last_error": "boom"})
+
+
+def test_service_loader_posts_follows_and_reads_the_output():
+    followed = []
+    service = StubService()
+    loader = capstone.ServiceLoader(service, {"Authorization": "Bearer x"},
+                                    lambda client, job, headers: followed.append(job))
+    assert asyncio.run(loader(42, 3, "brief-en")) == "摘要"
+    assert followed == [7] and loader.jobs == [7]
+    assert service.sent == [
+        ("POST", "/v1/documents/42/summaries", {"template": "brief-en"},
+         {"Authorization": "Bearer x"}),
+        ("GET", "/v1/jobs/7", None, {"Authorization": "Bearer x"})]
+
+
+@pytest.mark.parametrize(("service", "message"), [
+    (StubService(state="failed"), "job 7 ended failed: boom"),
+    (StubService(version=4), "job 7 summarised version 4, not 3"),
+])
+def test_service_loader_refuses_what_must_not_be_cached(service, message):
+    loader = capstone.ServiceLoader(service, {}, lambda client, job, headers: None)
+    with pytest.raises(RuntimeError, match=message):
+        asyncio.run(loader(42, 3, "brief-zh"))

@@ -6,6 +6,8 @@ and returns a plain dict of observations. The notebook's check cells assert on t
 messages that say what was expected: the verdict and its wording stay in the notebook,
 the set-up that would be tedious to repeat in every check lives here.
 
+`ServiceLoader` is a cache loader that asks the HTTP service for a summary and follows
+the job to its end with the learner's step 5, so the steps compose into the feature.
 `install(conn)` adds the capstone's table, `published_summaries` (one row per business
 key), to a chapter schema. `MaxJitter` is a `random.Random` whose jitter always draws its
 upper bound, so a retry delay equals the policy's ceiling and a check can compare it.
@@ -27,7 +29,7 @@ from ..checks import check_callable, check_instance
 from ..queue import PermanentError, jobs
 from .documents import DocumentStore
 
-__all__ = ["MaxJitter", "install", "outcome", "probe_key", "probe_metrics", "probe_publish",
+__all__ = ["MaxJitter", "ServiceLoader", "install", "outcome", "probe_key", "probe_metrics", "probe_publish",
            "probe_read", "probe_retry", "probe_submit", "query"]
 
 _QUERIES = sqlfile.load(__package__, "capstone.sql")
@@ -58,6 +60,43 @@ class MaxJitter(random.Random):
 
     def uniform(self, a: float, b: float) -> float:
         return b
+
+
+class ServiceLoader:
+    """`await loader(document_id, version, template)`: the summary, computed by the service.
+
+    It posts `POST /v1/documents/{id}/summaries`, follows the job's events with
+    `follow(client, job_id, headers)` until the stream ends, and returns the summary from
+    the job's status. The blocking HTTP calls run in a thread, so the event loop (and the
+    readers waiting on the cache) keep running. A job that did not end `done`, or a summary
+    of another version than the one asked for, raises RuntimeError: nothing is cached then.
+    `jobs` lists the job ids it was given, one per load.
+    """
+
+    def __init__(self, client: Any, headers: dict[str, str],
+                 follow: Callable[[Any, int, dict[str, str]], Any]) -> None:
+        self.client = client
+        self.headers = dict(headers)
+        self.follow = check_callable(follow, "follow")
+        self.jobs: list[int] = []
+
+    async def __call__(self, document_id: int, version: int, template: str) -> str:
+        return await asyncio.to_thread(self._load, document_id, version, template)
+
+    def _load(self, document_id: int, version: int, template: str) -> str:
+        answer = self.client.post(f"/v1/documents/{document_id}/summaries",
+                                  json={"template": template}, headers=self.headers)
+        answer.raise_for_status()
+        job_id = answer.json()["id"]
+        self.jobs.append(job_id)
+        self.follow(self.client, job_id, self.headers)
+        status = self.client.get(f"/v1/jobs/{job_id}", headers=self.headers).json()
+        if status["state"] != "done":
+            raise RuntimeError(f"job {job_id} ended {status['state']}: {status['last_error']}")
+        if status["output"]["version"] != version:
+            raise RuntimeError(f"job {job_id} summarised version {status['output']['version']}, "
+                               f"not {version}")
+        return status["output"]["summary"]
 
 
 def _parsed(key: Any) -> dict[str, Any] | None:
@@ -247,8 +286,9 @@ def probe_retry(conn: psycopg.Connection, fail_summary: Callable[..., Any]) -> d
 
 
 def _pairs(frame: Any) -> list[tuple[int, str, int]]:
-    return [(int(t), str(s), int(n)) for t, s, n in frame[["tenant_id", "state", "jobs"]]
-            .itertuples(index=False)]
+    """(tenant_id, state, jobs) rows, sorted: the order of the rows is not what is checked."""
+    return sorted((int(t), str(s), int(n)) for t, s, n in frame[["tenant_id", "state", "jobs"]]
+                  .itertuples(index=False))
 
 
 def probe_metrics(conn: psycopg.Connection, job_counts: Callable[..., Any]) -> dict[str, Any]:
@@ -265,12 +305,12 @@ def probe_metrics(conn: psycopg.Connection, job_counts: Callable[..., Any]) -> d
     if facts["columns"][:3] != ["tenant_id", "state", "jobs"]:
         return facts
     facts["got"] = _pairs(frame)
-    facts["expected"] = [tuple(row) for row in conn.execute(reference).fetchall()]
+    facts["expected"] = sorted(tuple(row) for row in conn.execute(reference).fetchall())
     with conn.transaction(force_rollback=True):
         for _ in range(2):
             jobs.submit(conn, tenant_id=2, kind="noop", payload={})
         cancelled = jobs.submit(conn, tenant_id=2, kind="noop", payload={})
         jobs.cancel(conn, tenant_id=2, job_id=cancelled, actor="probe", reason="metrics probe")
         facts["got_after"] = _pairs(job_counts(conn))
-        facts["expected_after"] = [tuple(row) for row in conn.execute(reference).fetchall()]
+        facts["expected_after"] = sorted(tuple(row) for row in conn.execute(reference).fetchall())
     return facts
