@@ -65,13 +65,17 @@ def last_wins(conn, key, job_id, summary):
 
 
 def test_probe_publish(ready):
+    first_wins(ready, "summary:1:42:v3:brief-zh", 9, "a try-out")
+    first_wins(ready, "summary:1:44:v1:brief-zh", 9, "another key")
     facts = capstone.probe_publish(ready, first_wins)
     assert (facts["first"], facts["second"], facts["other"]) == \
         ("第一次运行的摘要", "第一次运行的摘要", "第四版的摘要")
     assert facts["rows"] == [("summary:1:42:v3:brief-zh", 1, "第一次运行的摘要"),
                              ("summary:1:42:v4:brief-zh", 2, "第四版的摘要")]
     assert capstone.probe_publish(ready, last_wins)["second"] == "重试时的摘要"
-    assert ready.execute("SELECT count(*) FROM published_summaries").fetchone()[0] == 0
+    assert ready.execute("SELECT business_key, job_id, summary FROM published_summaries"
+                         " ORDER BY 1").fetchall() == [
+        ("summary:1:42:v3:brief-zh", 9, "a try-out"), ("summary:1:44:v1:brief-zh", 9, "another key")]
 
 
 def capped_fail(conn, claim, error, rng=None):

@@ -230,18 +230,21 @@ def probe_submit(conn: psycopg.Connection, submit_summary: Callable[..., int]) -
 def probe_publish(conn: psycopg.Connection, publish_summary: Callable[..., Any]) -> dict[str, Any]:
     """Step 4: `publish_summary(conn, business_key, job_id, summary)` -> the stored summary.
 
-    Inside a rolled-back transaction: a first run, a second run of the same job with a
+    Inside a rolled-back transaction that starts with no summary for its two keys
+    (rows a try-out stored under them are out of sight until the rollback): a first run, a second run of the same job with a
     different text (a retry; the model is not deterministic), and another version's key.
     """
     check_instance(conn, "conn", psycopg.Connection)
     check_callable(publish_summary, "publish_summary")
     v3, v4 = "summary:1:42:v3:brief-zh", "summary:1:42:v4:brief-zh"
     with conn.transaction(force_rollback=True):
+        conn.execute(_QUERIES["forget"].sql, {"keys": [v3, v4]})  # whatever a try-out stored
         facts = {
             "first": publish_summary(conn, v3, 1, "第一次运行的摘要"),
             "second": publish_summary(conn, v3, 1, "重试时的摘要"),
             "other": publish_summary(conn, v4, 2, "第四版的摘要"),
-            "rows": conn.execute(_QUERIES["published"].sql).fetchall(),
+            "rows": [row for row in conn.execute(_QUERIES["published"].sql).fetchall()
+                     if row[0] in (v3, v4)],
         }
     return facts
 

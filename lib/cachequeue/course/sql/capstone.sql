@@ -31,3 +31,7 @@ SELECT tenant_id, state::text AS state, count(*) AS jobs
 FROM jobs
 GROUP BY tenant_id, state
 ORDER BY tenant_id, state::text;
+
+-- name: forget
+-- Remove the summaries of some business keys (a probe starts from none, then rolls back).
+DELETE FROM published_summaries WHERE business_key = ANY(%(keys)s);
