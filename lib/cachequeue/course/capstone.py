@@ -29,8 +29,8 @@ from ..checks import check_callable, check_instance
 from ..queue import PermanentError, jobs
 from .documents import DocumentStore
 
-__all__ = ["MaxJitter", "ServiceLoader", "install", "outcome", "probe_key", "probe_metrics", "probe_publish",
-           "probe_read", "probe_retry", "probe_submit", "query"]
+__all__ = ["MaxJitter", "ServiceLoader", "install", "outcome", "probe_key", "probe_metrics",
+           "probe_publish", "probe_read", "probe_retry", "probe_submit", "query"]
 
 _QUERIES = sqlfile.load(__package__, "capstone.sql")
 _AT = datetime(2030, 1, 1, tzinfo=UTC)  # the frozen database clock of probe_retry
