@@ -21,7 +21,9 @@
 - models and views: `lab` (the queue as an in-memory state machine on a manual clock),
   `lockstep` (one operation sequence replayed on the model and on PostgreSQL), `frames`
   (queue state as pandas DataFrames), `plots` (the notebooks' figures; `fonts` registers the Chinese font they use), `mutants` (models
-  wrong on one boundary, which the lockstep comparison must catch).
+  wrong on one boundary, which the lockstep comparison must catch);
+- exercises: `capstone` (chapter 11: probes that run a learner's step in fixed scenarios
+  and report what it did, for the check cells to assert on).
 
 This part may import every other part; nothing outside it imports it. Its modules are not
 imported here, so `import cachequeue.course.lab` does not load pandas or matplotlib.
@@ -29,6 +31,7 @@ imported here, so `import cachequeue.course.lab` does not load pandas or matplot
 
 __all__ = [
     "access",
+    "capstone",
     "data",
     "documents",
     "fonts",
