@@ -21,7 +21,9 @@
 - models and views: `lab` (the queue as an in-memory state machine on a manual clock),
   `lockstep` (one operation sequence replayed on the model and on PostgreSQL), `frames`
   (queue state as pandas DataFrames), `plots` (the notebooks' figures; `fonts` registers the Chinese font they use), `mutants` (models
-  wrong on one boundary, which the lockstep comparison must catch).
+  wrong on one boundary, which the lockstep comparison must catch);
+- measurements (chapter 10): `perf` (recorded benchmark runs, commit timing, drains, claim
+  cost, the worker benchmark's probes), `perfplots` (the chapter's figures).
 
 This part may import every other part; nothing outside it imports it. Its modules are not
 imported here, so `import cachequeue.course.lab` does not load pandas or matplotlib.
@@ -40,6 +42,8 @@ __all__ = [
     "lockstep",
     "mutants",
     "naive",
+    "perf",
+    "perfplots",
     "plans",
     "plots",
     "reading",
