@@ -129,7 +129,7 @@ def drain_rate(conn: psycopg.Connection, count: int, *, batch: int = 1,
     check_int(batch, "batch", minimum=1, maximum=1000)
     check_bool(progress, "progress")
     plans.fill_pending(conn, count)
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # the plain bar, on stderr (no widget in saved notebooks)
 
     done = 0
     with tqdm(total=count, desc=f"batch={batch}", disable=not progress, leave=False) as bar:
