@@ -40,7 +40,7 @@ from . import plans
 
 __all__ = ["HANDLERS", "claim_cost", "commit_times", "describe_url", "drain_rate",
            "jobs_ceiling", "load", "machine", "noop", "query", "read_stamps", "recorded",
-           "stamp", "summary", "transactions", "wait_gone", "waiting_on"]
+           "settings", "stamp", "summary", "transactions", "wait_gone", "waiting_on"]
 
 _QUERIES = sqlfile.load(__package__, "perf.sql")
 CLAIM_PARAMS = {"limit": 1, "lease": 30.0, "kinds": None, "worker": "perf"}
@@ -227,10 +227,16 @@ def describe_url(url: str) -> str:
     return f"{info.get('host', 'local socket')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
 
 
+def settings(conn: psycopg.Connection) -> dict[str, str]:
+    """The server's version and the settings that decide what a commit costs: fsync,
+    synchronous_commit, wal_sync_method, shared_buffers."""
+    row = conn.execute(_QUERIES["server_facts"].sql).fetchone()
+    names = ("server_version", "fsync", "synchronous_commit", "wal_sync_method", "shared_buffers")
+    return dict(zip(names, row, strict=True))
+
+
 def machine(conn: psycopg.Connection, url: str) -> dict[str, Any]:
     """The machine facts a recorded run carries: date, cores, platform, Python, the server."""
-    facts = conn.execute(_QUERIES["server_facts"].sql).fetchone()
-    names = ("server_version", "fsync", "synchronous_commit", "wal_sync_method", "shared_buffers")
     return {"date": datetime.now(UTC).strftime("%Y-%m-%d"), "cpus": os.cpu_count(),
             "platform": platform.platform(), "python": platform.python_version(),
-            "postgresql": dict(zip(names, facts, strict=True)), "server": describe_url(url)}
+            "postgresql": settings(conn), "server": describe_url(url)}
