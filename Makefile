@@ -22,7 +22,7 @@ help:
 	@echo "make serve    the HTTP service on 127.0.0.1:8000 (page at /) and two workers; Ctrl-C stops all"
 	@echo "make site     build the course site offline into build/site/ (open build/site/index.html)"
 	@echo "make present CH=03  slides of one chapter (reveal.js, offline; S shows speaker notes)"
-	@echo "make bench    run the benchmarks in bench/ (JSON on stdout; about 17 minutes)"
+	@echo "make bench    run the benchmarks in bench/ (JSON on stdout; about 30 minutes)"
 	@echo "make chaos    2,000 jobs, workers killed and paused, a server restart (JSON; about 1 minute)"
 	@echo "make db-stop  stop the embedded PostgreSQL and the embedded Redis"
 

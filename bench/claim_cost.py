@@ -1,12 +1,15 @@
-"""Claim cost with 1M finished jobs in the table vs none: EXPLAIN (ANALYZE) of our claim statement.
+"""Claim cost with 0, 100k and 1M finished jobs in the table: EXPLAIN (ANALYZE) of our claim statement.
 
-Usage: .venv/bin/python bench/claim_cost.py [--finished 1000000] [--runs 200]
+Usage: .venv/bin/python bench/claim_cost.py [--finished 100000,1000000] [--runs 200] [--out FILE]
 
-Both tables hold the same 100 pending jobs; one also holds `--finished` done jobs (built
-with one INSERT ... SELECT generate_series, then ANALYZE). Each measurement runs the claim
+Every table holds the same 100 pending jobs; besides the empty history, each also holds one
+of the `--finished` counts of done jobs (built with one INSERT ... SELECT generate_series,
+then VACUUM ANALYZE). Each measurement runs the claim
 under EXPLAIN (ANALYZE, FORMAT JSON) inside a transaction that is rolled back, so every
 run claims from the same state. Prints JSON: median planning and execution times, the
-scans the plan used on `jobs`, and the text plan of one run for each table. (On the
+scans the plan used on `jobs`, the shared buffers it touched (a cost that does not depend
+on timing), and the text plan of one run for each table; with --out, also to FILE, with the
+machine facts (cores, PostgreSQL version and settings, date). (On the
 table without finished jobs, one data page, a sequential scan of it is the cheapest plan
 for the UPDATE; with many finished jobs every access to `jobs` goes through an index.)
 """
@@ -16,9 +19,10 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from pathlib import Path
 
 from cachequeue import db
-from cachequeue.course import plans
+from cachequeue.course import perf, plans
 from cachequeue.queue import jobs
 
 CLAIM = jobs.query("claim").sql
@@ -26,14 +30,17 @@ PARAMS = {"limit": 1, "lease": 30.0, "kinds": None, "worker": "bench"}
 
 
 def measure(conn, runs):
-    planning, execution = [], []
+    planning, execution, buffers = [], [], []
     for _ in range(runs):
         doc = plans.explain(conn, CLAIM, PARAMS, analyze=True)
         planning.append(doc[0]["Planning Time"])
         execution.append(doc[0]["Execution Time"])
+        top = doc[0]["Plan"]
+        buffers.append(top["Shared Hit Blocks"] + top["Shared Read Blocks"])
     text = plans.explain(conn, CLAIM, PARAMS, analyze=True, fmt="text")
     return {"planning_ms_median": round(statistics.median(planning), 4),
             "execution_ms_median": round(statistics.median(execution), 4),
+            "shared_buffers_median": statistics.median(buffers),
             "scans_on_jobs": sorted(plans.scans(doc)), "plan": text}
 
 
@@ -46,24 +53,29 @@ def build(conn, schema, finished):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--finished", type=int, default=1_000_000)
+    parser.add_argument("--finished", default="100000,1000000",
+                        help="finished-row counts to compare with an empty history")
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args(argv)
-    if args.finished < 0 or args.runs < 1:
-        parser.error("--finished must be >= 0 and --runs >= 1")
-    out = {}
-    for label, finished in (("no_finished", 0), (f"{args.finished}_finished", args.finished)):
+    sizes = [0, *(int(n) for n in args.finished.split(",") if n)]
+    if min(sizes) < 0 or args.runs < 1:
+        parser.error("--finished counts must be >= 0 and --runs >= 1")
+    out = {"benchmark": "claim_cost", "runs": args.runs, "sizes": {}}
+    for finished in sizes:
         schema = "bench_claim_cost"
         with db.connect() as conn:
             build(conn, schema, finished)
             size = plans.table_size(conn)
-            out[label] = {"finished_rows": finished, "jobs_table_size": size,
-                          **measure(conn, args.runs)}
+            out["sizes"][str(finished)] = {"finished_rows": finished, "jobs_table_size": size,
+                                           **measure(conn, args.runs)}
             db.drop_schema(conn, schema)
     with db.connect() as conn:
-        out["server"] = "PostgreSQL " + db.server_version(conn, short=True)
-    out["runs"] = args.runs
-    print(json.dumps(out, indent=2))
+        out["machine"] = perf.machine(conn, db.database_url())
+    text = json.dumps(out, indent=2)
+    if args.out is not None:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    print(text)
 
 
 if __name__ == "__main__":

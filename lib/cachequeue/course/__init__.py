@@ -22,6 +22,8 @@
   `lockstep` (one operation sequence replayed on the model and on PostgreSQL), `frames`
   (queue state as pandas DataFrames), `plots` (the notebooks' figures; `fonts` registers the Chinese font they use), `mutants` (models
   wrong on one boundary, which the lockstep comparison must catch);
+- measurements (chapter 10): `perf` (recorded benchmark runs, commit timing, drains, claim
+  cost, the worker benchmark's probes), `perfplots` (the chapter's figures);
 - exercises: `capstone` (chapter 11: probes that run a learner's step in fixed scenarios
   and report what it did, for the check cells to assert on).
 
@@ -43,6 +45,8 @@ __all__ = [
     "lockstep",
     "mutants",
     "naive",
+    "perf",
+    "perfplots",
     "plans",
     "plots",
     "reading",

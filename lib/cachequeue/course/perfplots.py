@@ -1,0 +1,94 @@
+"""Figures of chapter 10 (performance and scale), drawn from recorded benchmark runs (`perf.load`).
+
+Each function takes the run's JSON document (or the part named) and returns a Figure with
+Chinese labels (importing `course.fonts` registers the font).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from .fonts import CJK_FONT
+
+__all__ = ["CJK_FONT", "plot_cache_hits", "plot_claim_cost", "plot_latency", "plot_throughput"]
+
+_MARKERS = "os^vD<>"
+
+
+def plot_throughput(run: Mapping[str, Any]) -> Figure:
+    """Median jobs/s against worker processes, one line per system (bench/worker_throughput.py)."""
+    rates = run["median_jobs_per_second"]
+    fig = Figure(figsize=(6.4, 3.8))
+    ax = fig.subplots()
+    for (system, by_count), marker in zip(rates.items(), _MARKERS, strict=False):
+        counts = sorted(by_count, key=int)
+        style = "-" if run["systems"][system]["default"] else "--"
+        ax.plot([int(c) for c in counts], [by_count[c] for c in counts], style, marker=marker,
+                label=system + ("（默认）" if run["systems"][system]["default"] else ""))
+    ax.set_xticks(run["parameters"]["processes"])
+    ax.set_xlabel("工作者进程数")
+    ax.set_ylabel("任务/秒（中位数）")
+    ax.set_title(f"{run['parameters']['jobs']:,} 个空任务的排空速度")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def plot_claim_cost(run: Mapping[str, Any]) -> Figure:
+    """Execution time and shared buffers of one claim against finished rows (bench/claim_cost.py)."""
+    sizes = sorted(run["sizes"].values(), key=lambda s: s["finished_rows"])
+    labels = [f"{s['finished_rows']:,}" for s in sizes]
+    fig = Figure(figsize=(7.2, 3.4))
+    left, right = fig.subplots(1, 2)
+    left.bar(labels, [s["execution_ms_median"] for s in sizes], color="tab:blue")
+    left.set_ylabel("执行时间（毫秒，中位数）")
+    left.set_title("一次领取的执行时间")
+    right.bar(labels, [s["shared_buffers_median"] for s in sizes], color="tab:orange")
+    right.set_ylabel("访问的共享缓冲页（中位数）")
+    right.set_title("一次领取访问的页")
+    for ax in (left, right):
+        ax.set_xlabel("表中已完成的任务行数")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def plot_latency(latency: Mapping[str, Mapping[str, Any]]) -> Figure:
+    """Submit-to-start latency of each system's idle worker: the sorted samples (an ECDF)."""
+    fig = Figure(figsize=(6.4, 3.8))
+    ax = fig.subplots()
+    for system, result in latency.items():
+        values = sorted(result["values"])
+        n = len(values)
+        ax.step([v * 1000 for v in values], [(k + 1) / n for k in range(n)], where="post",
+                label=f"{system}（p50 {result['p50'] * 1000:.1f} ms，p99 {result['p99'] * 1000:.1f} ms）")
+    ax.set_xscale("log")
+    ax.set_xlabel("从提交到处理函数开始（毫秒，对数坐标）")
+    ax.set_ylabel("累计比例")
+    ax.set_title("空闲队列上的启动延迟")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def plot_cache_hits(costs_us: Mapping[str, float]) -> Figure:
+    """Microseconds per cache hit, one bar per contender (bench/cache_hit.py, redis_hit.py)."""
+    if not costs_us:
+        raise ValueError("nothing to plot: give at least one contender")
+    names = list(costs_us)
+    fig = Figure(figsize=(6.4, 3.4))
+    ax = fig.subplots()
+    ax.barh(names, [costs_us[n] for n in names], color="tab:green")
+    ax.set_xscale("log")
+    ax.set_xlabel("每次命中的耗时（微秒，中位数，对数坐标）")
+    ax.set_title("一次缓存命中的代价")
+    ax.grid(True, axis="x", which="both", alpha=0.3)
+    fig.tight_layout()
+    return fig
