@@ -1,5 +1,8 @@
 # One-command set-up for the course. `make lab` to study, `make test` to check everything.
-# Without DATABASE_URL the embedded PostgreSQL 18 (in .pgdata/) is started and reused.
+# Without DATABASE_URL the embedded PostgreSQL 18 (in .pgdata/) is started and reused, and
+# without REDIS_URL the embedded Redis (in .redis/). Only `make db` (and the targets that
+# depend on it) starts them: a notebook, test client or worker that finds one stopped says
+# "run `make db`" and leaves it stopped.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -19,11 +22,12 @@ help:
 	@echo "              (PYTEST_ARGS='-m \"not db\"' for the tests that need no database)"
 	@echo "make execute  re-run notebooks top to bottom in place (NB=notebooks/01_x.ipynb for one)"
 	@echo "make student  write student copies to build/student/"
-	@echo "make serve    the HTTP service on 127.0.0.1:8000 (page at /) and two workers; Ctrl-C stops all"
+	@echo "make serve    the HTTP service on 127.0.0.1:8000 (page at /, demo mode, /metrics on :8001) and two workers; Ctrl-C stops all"
 	@echo "make site     build the course site offline into build/site/ (open build/site/index.html)"
 	@echo "make present CH=03  slides of one chapter (reveal.js, offline; S shows speaker notes)"
 	@echo "make bench    run the benchmarks in bench/ (JSON on stdout; about 30 minutes)"
 	@echo "make chaos    2,000 jobs, workers killed and paused, a server restart (JSON; about 1 minute)"
+	@echo "make db       start (or reuse) the embedded PostgreSQL and Redis; say which servers are used"
 	@echo "make db-stop  stop the embedded PostgreSQL and the embedded Redis"
 
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
@@ -49,8 +53,9 @@ $(SITE): $(STAMP)
 
 setup: $(STAMP)
 
+# Start (or reuse) the servers and say which ones the course uses: one line each.
 db: $(STAMP)
-	@$(BIN)/python -m cachequeue.db
+	@$(BIN)/python -m cachequeue.servers
 
 db-stop: $(STAMP)
 	@$(BIN)/python -m cachequeue.embedded stop
@@ -62,10 +67,13 @@ lab: db
 
 # The course's HTTP service and two workers on the `serve` schema (created on first use).
 # `cachequeue serve` passes Ctrl-C on to its workers once: graceful stop, then exit.
-SERVE_SCHEMA ?= serve
-SERVE_PORT   ?= 8000
+# --demo: the page's user picker (/demo/users hands out the sample users' tokens);
+# /metrics with the queue's series on the operator listener, 127.0.0.1:$(SERVE_METRICS_PORT).
+SERVE_SCHEMA       ?= serve
+SERVE_PORT         ?= 8000
+SERVE_METRICS_PORT ?= 8001
 serve: db
-	$(BIN)/cachequeue serve --schema $(SERVE_SCHEMA) --port $(SERVE_PORT) --app cachequeue.course.webapp:create_app --workers 2 --concurrency 2 --handlers cachequeue.course.summaries:HANDLERS
+	$(BIN)/cachequeue serve --schema $(SERVE_SCHEMA) --port $(SERVE_PORT) --app cachequeue.course.app.webapp:create_app --demo --metrics-port $(SERVE_METRICS_PORT) --queue-metrics --workers 2 --concurrency 2 --handlers cachequeue.course.app.summaries:SUMMARY_HANDLERS
 
 lint: $(DEV)
 	$(BIN)/ruff check .
@@ -92,7 +100,10 @@ present: $(SITE)
 
 bench: $(DEV) db
 	$(PIP) -e '.[dev,bench]'
-	@for script in bench/*.py; do $(BIN)/python $$script || exit 1; done
+	@# worker_throughput.py records its run for chapter 10 (data/bench/worker_throughput.json)
+	@for script in bench/*.py; do \
+	    case $$script in bench/worker_throughput.py) out="--out data/bench/worker_throughput.json";; *) out="";; esac; \
+	    $(BIN)/python $$script $$out || exit 1; done
 
 # The full-size chaos run on a private throw-away server (make test runs a small one).
 chaos: $(DEV)

@@ -9,6 +9,8 @@ compared exactly (after tests/sanitize.cfg).
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 
@@ -39,9 +41,24 @@ def pytest_configure(config):
     IPyNbCell.compare_outputs = compare_outputs
 
 
+@functools.cache
+def _servers():
+    """The set-up step, once per test process: DATABASE_URL, else the embedded PostgreSQL;
+    REDIS_URL, else the embedded Redis; each started here if it is not running. Clients
+    (`db.connect`, `shared.connect`) never start a server."""
+    from cachequeue import servers
+
+    return servers.start()
+
+
+def pytest_runtest_setup(item):
+    """Tests and notebook cells marked `db` (notebooks only connect, from their kernels) find
+    the servers running, whether or not `make db` ran first."""
+    if item.get_closest_marker("db") is not None:
+        _servers()
+
+
 @pytest.fixture(scope="session")
 def database_url():
-    """The URL every test uses: DATABASE_URL, else the embedded server (started once)."""
-    from cachequeue import db
-
-    return db.database_url()
+    """The URL every test uses: DATABASE_URL, else the embedded server (started if needed)."""
+    return _servers().database

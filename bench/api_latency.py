@@ -41,8 +41,9 @@ import httpx
 from httpx_sse import aconnect_sse
 
 from cachequeue import db, sqlfile
-from cachequeue.course import webapp
-from cachequeue.course.stack import HANDLERS, Stack, listen_sessions
+from cachequeue.course import chapter
+from cachequeue.course.app import webapp
+from cachequeue.course.procs.stack import SUMMARY_HANDLERS_SPEC, Stack, listen_sessions
 from cachequeue.queue import jobs
 
 HERE = sqlfile.parse(Path(__file__).with_suffix(".sql").read_text(encoding="utf-8"),
@@ -116,10 +117,10 @@ def cancel_waiting(conn) -> int:
 def post_latency(rounds: int, scale: float) -> dict:
     schema = "bench_api"
     with db.connect() as conn:
-        db.reset_schema(conn, schema)
+        chapter.reset(conn, schema)
     out: dict = {}
     with Stack(schema) as stack, db.connect(schema) as conn:
-        url = stack.start_api(access_log=False, workers=2, handlers=HANDLERS,
+        url = stack.start_api(access_log=False, workers=2, handlers=SUMMARY_HANDLERS_SPEC,
                               concurrency=4).url
         asyncio.run(load(url, 8, 200, "POST", "/v1/jobs", KINDS["noop"]))  # warm up
         for clients in LEVELS:
@@ -225,7 +226,7 @@ def change(schema: str, group: list[int], burst: bool, marks: dict) -> None:
 def sse_latency(streams: int) -> dict:
     schema = "bench_sse"
     with db.connect() as conn:
-        db.reset_schema(conn, schema)
+        chapter.reset(conn, schema)
     with Stack(schema) as stack:
         url = stack.start_api(access_log=False).url
         out = asyncio.run(sse_delivery(url, schema, streams))
@@ -242,6 +243,7 @@ def main(argv=None):
     parser.add_argument("--scale", type=float, default=1.0,
                         help="requests per kind = 40 x clients x scale (at least 50 a run)")
     args = parser.parse_args(argv)
+    db.database_url(start=True)  # set-up: start the embedded server unless DATABASE_URL is set
     if args.rounds < 1 or args.streams < 1 or args.scale <= 0:
         parser.error("--rounds and --streams must be >= 1, --scale > 0")
     load_before = os.getloadavg()

@@ -27,7 +27,7 @@ import async_lru
 import cachetools
 
 from cachequeue.cache import LoadingCache
-from cachequeue.course.ttldict import TtlDict
+from cachequeue.course.probes.ttldict import TtlDict
 
 KEY, TTL = "tenant:1:document:42:version:3:viewer:20", 30.0
 

@@ -2,11 +2,15 @@
 
 Usage: .venv/bin/python bench/chaos.py [--jobs 2000] [--workers 4] [--kills 12] [--stops 8]
                                        [--restarts 1] [--seed N] [--restart-mode immediate]
+                                       [--batch 100] [--batch-wait 0.45] [--flush-kills N]
+                                       [--no-batch]
 
-Runs cachequeue.course.chaos.run on a private throw-away PostgreSQL (whatever DATABASE_URL
+Runs cachequeue.course.procs.chaos.run on a private throw-away PostgreSQL (whatever DATABASE_URL
 says) and prints its result as JSON: the plan carried out, the workers' exit statuses, the
 events their logs counted, and the verdict read from the tables (lost, duplicates, results
-not written by their own attempt, stuck jobs, stale reports rejected, handler runs). Exit
+not written by their own attempt, stuck jobs, stale reports rejected, handler runs). With
+batching (the default) some kills land between a handler's return and the flush of its
+result (`flush_kills_landed`); `--no-batch` runs the workers with a commit per job. Exit
 status 1, with every broken invariant and the seed on stderr, if anything was lost or
 duplicated. Takes about a minute on two cores.
 """
@@ -17,7 +21,7 @@ import argparse
 import json
 import sys
 
-from cachequeue.course import chaos
+from cachequeue.course.procs import chaos
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,9 +33,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--restarts", type=int, default=1)
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--restart-mode", choices=["fast", "immediate"], default="immediate")
+    parser.add_argument("--batch", type=int, default=100, help="the workers' --batch")
+    parser.add_argument("--batch-wait", type=float, default=0.45, help="the workers' --batch-wait")
+    parser.add_argument("--no-batch", dest="batch", action="store_const", const=1,
+                        help="a durable commit per job (--batch 1), no flush kills")
+    parser.add_argument("--flush-kills", type=int, default=None,
+                        help="kills between a handler's return and the flush (default kills/3)")
     args = parser.parse_args(argv)
+    if args.flush_kills is None:
+        args.flush_kills = max(1, args.kills // 3) if args.batch > 1 else 0
     result = chaos.run(jobs=args.jobs, workers=args.workers, seed=args.seed, kills=args.kills,
-                       stops=args.stops, restarts=args.restarts, restart_mode=args.restart_mode)
+                       stops=args.stops, restarts=args.restarts, restart_mode=args.restart_mode,
+                       batch=args.batch, batch_wait=args.batch_wait,
+                       flush_kills=args.flush_kills)
     result["failures"] = chaos.failures(result)
     print(json.dumps(result, indent=2))
     for line in result["failures"]:

@@ -22,11 +22,13 @@ import statistics
 from pathlib import Path
 
 from cachequeue import db
-from cachequeue.course import perf, plans
+from cachequeue.course import chapter
+from cachequeue.course.labs import perf
+from cachequeue.course.probes import plans
 from cachequeue.queue import jobs
 
 CLAIM = jobs.query("claim").sql
-PARAMS = {"limit": 1, "lease": 30.0, "kinds": None, "worker": "bench"}
+PARAMS = {"limit": 1, "lease": 30.0, "kinds": None, "worker": "bench", "chosen": None}
 
 
 def measure(conn, runs):
@@ -45,7 +47,7 @@ def measure(conn, runs):
 
 
 def build(conn, schema, finished):
-    db.reset_schema(conn, schema)
+    chapter.reset(conn, schema)
     plans.fill_finished(conn, finished, tenants=50)
     plans.fill_pending(conn, 100)
     plans.analyze(conn, vacuum=True)
@@ -58,6 +60,7 @@ def main(argv=None):
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args(argv)
+    db.database_url(start=True)  # set-up: start the embedded server unless DATABASE_URL is set
     sizes = [0, *(int(n) for n in args.finished.split(",") if n)]
     if min(sizes) < 0 or args.runs < 1:
         parser.error("--finished counts must be >= 0 and --runs >= 1")

@@ -45,6 +45,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from cachequeue import db, sqlfile
+from cachequeue.course import chapter
 from cachequeue.queue import jobs
 
 SYSTEMS = ["our_statements_b1", "our_statements_b10", "our_statements_b10_fm",
@@ -204,7 +205,7 @@ def setup(url, system, n):
     schema = schema_of(system)
     if family(system) == "cq":
         with db.connect() as conn:
-            db.reset_schema(conn, schema)
+            chapter.reset(conn, schema)
             t0 = time.perf_counter()
             conn.execute(HERE["fill_cq"].sql, {"n": n})
             took = time.perf_counter() - t0
@@ -298,6 +299,7 @@ def main(argv=None):
     parser.add_argument("--max-seconds", type=float, default=1200,
                         help="stop starting new repetitions after this long")
     args = parser.parse_args(argv)
+    db.database_url(start=True)  # set-up: start the embedded server unless DATABASE_URL is set
     workers = [int(w) for w in args.workers.split(",")]
     systems = [s for s in args.systems.split(",") if s]
     if args.jobs < 1 or args.reps < 1 or min(workers) < 1 or set(systems) - set(SYSTEMS):

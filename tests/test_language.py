@@ -4,11 +4,17 @@ Each rule matches only phrases that cannot mean anything else: 格 after 设置/
 这一格/下一格 (never 表格, 格式, 严格), 工作 only as 三个工作 or 工作号 (never 工作者), 合同 except
 in the title of the sample data's contract checklist. The rules read every cell's source
 (markdown and code), not outputs: outputs show the sample data as it is.
+
+Terms retired in issue 19 (业务幂等键/业务身份, 断路, 接缝, 交谈, 回答 202) are still used by
+chapters 06-10, which other changes fix: PENDING lists those occurrences, notebook by
+notebook, and the count each may still have. A notebook with more fails; an entry that is
+no longer needed fails too, so the list shrinks to nothing as the chapters are fixed.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +46,17 @@ RULES = [
     rule("复现", r"做出来"),
     rule("the content itself, not the source material", r"种子代码|原书|原示例"),
     rule("asyncio call_later / threading.Timer", r"setTimeout"),
+    rule("业务键", r"业务幂等键|业务身份"),
+    rule("熔断", r"断路"),
+    rule("扩展点", r"接缝"),
+    rule("通信", r"交谈"),
+    rule("返回 202", r"回答\s*(?:HTTP\s*)?202"),
 ]
+
+# (notebook, phrase): how many times the phrase may still occur there (see the docstring).
+PENDING = {
+    ("06_workers_crashes.ipynb", "业务幂等键"): 5,
+}
 
 
 def retired_terms(text: str) -> list[tuple[str, str]]:
@@ -54,6 +70,9 @@ def retired_terms(text: str) -> list[tuple[str, str]]:
     "三个工作都由工作者完成", "返回工作号", "PostgreSQL 作业队列", "尝试号与租约令牌",
     "把错误逐一做出来", "种子代码里的 viewer", "原书的练习", "原示例用 Map",
     "JavaScript 的 setTimeout",
+    "外部副作用需要业务幂等键", "用业务身份作幂等键", "一次失败之后不再访问 Redis（断路）", "断路器打开以后",
+    "通过几个接缝接进来", "只通过套接字和它们交谈", "然后回答 202 Accepted", "服务在回答 202 之前",
+    "才可以回答 HTTP 202",
 ])
 def test_each_retired_phrase_is_found(text):
     assert retired_terms(text), f"no rule matched {text!r}"
@@ -62,15 +81,33 @@ def test_each_retired_phrase_is_found(text):
 @pytest.mark.parametrize("text", [
     "下一个单元格", "检查单元格", "输出格式", "价格与资格", "严格的表格", "工作者 a 领取任务",
     "两个工作者", "合同审查清单", "在途加载", "尝试编号", "复现竞态", "asyncio 的 call_later",
+    "外部副作用需要业务键", "幂等键", "熔断器打开以后", "路径", "通过几个扩展点接进来",
+    "和它们通信", "然后返回 202 Accepted", "回答“已有的结果能否复用”", "服务先答复",
 ])
 def test_current_terms_pass(text):
     assert retired_terms(text) == []
 
 
+def _found(path: Path) -> list[tuple[int, str, str]]:
+    nb = nbformat.read(path, as_version=4)
+    return [(i, phrase, use) for i, cell in enumerate(nb.cells)
+            for phrase, use in retired_terms(cell.source)]
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebooks_use_no_retired_term(path):
-    nb = nbformat.read(path, as_version=4)
-    found = [(i, phrase, use) for i, cell in enumerate(nb.cells)
-             for phrase, use in retired_terms(cell.source)]
+    allowed = Counter({phrase: n for (name, phrase), n in PENDING.items() if name == path.name})
+    found = []
+    for i, phrase, use in _found(path):
+        if allowed[phrase] > 0:
+            allowed[phrase] -= 1
+        else:
+            found.append((i, phrase, use))
     assert found == [], "retired terms (cell, phrase, write instead): " + "; ".join(
         f"cell {i}: {phrase!r} -> {use}" for i, phrase, use in found)
+
+
+def test_pending_occurrences_are_still_there():
+    seen = Counter((path.name, phrase) for path in NOTEBOOKS for _, phrase, _ in _found(path))
+    stale = {key: n for key, n in PENDING.items() if seen[key] < n}
+    assert stale == {}, f"fixed since: lower or remove these PENDING entries: {stale}"

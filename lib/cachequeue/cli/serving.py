@@ -1,6 +1,26 @@
 """The running part of `cachequeue serve` (see `cli.serve`): uvicorn, the workers, the signals.
 
 Imported only when `serve` runs, so `cachequeue worker` does not pay for FastAPI's import.
+
+**Supervision.** `Supervisor` keeps the `--workers` processes running. A worker that exits
+while the service is not stopping (SIGKILL, the OOM killer, a crash) is started again
+under the same name (the workers table keeps one row per name), after a backoff of 1 s
+that doubles with every exit in a row that came less than STABLE_SECONDS after its start,
+up to 30 s, so a worker that cannot start does not spin. Each exit and start is a log line
+(`worker-exited name= pid= code= restart_in=`, `worker-started name= pid=`) and counts in
+the operator listener's `cq_worker_restarts_total`; `cq_workers_running` says how many run.
+
+Restarting, not failing readiness, is the answer chosen for a dead worker: /readyz tells a
+load balancer whether *this HTTP process* can take requests, and it can: the request is
+persisted whoever runs it later, and the jobs the dead worker held come back when their
+lease expires. Failing readiness would take a working API out of service for a fault it
+cannot mend, while the supervisor mends it within seconds. A worker that keeps dying
+shows as restarts in the log and the metric; the jobs it cannot run end failed after their
+attempts, as with any worker.
+
+**The operator listener.** With `--metrics-port`, uvicorn serves two sockets; `Listeners`
+sends each request to the app of the socket it arrived on (the port of `scope["server"]`):
+the operator app (`service.operator_app`, /metrics) or the public app.
 """
 
 from __future__ import annotations
@@ -14,20 +34,25 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import uvicorn
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from ..queue.logline import formatter, log_line
-from ..queue.notify import one_line
-from ..service import begin_shutdown
+from .. import db, queue
+from ..queue.logline import formatter, log_line, one_line
+from ..service import Service, begin_shutdown, operator_app
 from ..service.runtime import LOGGER
 from .base import EXIT_HANDED_BACK
 
-__all__ = ["listen_socket", "run"]
+__all__ = ["STABLE_SECONDS", "Listeners", "Supervisor", "listen_socket", "restart_delay", "run"]
 
 _NAME = "service"  # the name in this command's log lines (as a worker's name is in its own)
+STABLE_SECONDS = 60.0  # a worker that ran this long before it exited starts again after 1 s
+_BACKOFF_CAP = 30.0
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
@@ -46,38 +71,131 @@ def listen_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def restart_delay(quick_exits: int) -> float:
+    """Seconds before a worker starts again after `quick_exits` exits in a row (>= 1) that
+    each came less than STABLE_SECONDS after its start: 1, 2, 4, 8, 16, 30, 30, ..."""
+    return min(_BACKOFF_CAP, 2.0 ** (max(1, quick_exits) - 1))
+
+
 def _die_with_parent() -> None:  # pragma: no cover (runs in the child before exec)
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def _start_workers(args: argparse.Namespace) -> list[subprocess.Popen]:
-    prefix = f"{args.schema}-{os.getpid()}"
-    return [subprocess.Popen(
-        [sys.executable, "-m", "cachequeue", "worker", "--schema", args.schema,
-         "--handlers", args.handlers, "--name", f"{prefix}-w{i}",
-         "--concurrency", str(args.concurrency),
-         "--shutdown-timeout", str(args.shutdown_timeout)],
-        stdin=subprocess.DEVNULL, process_group=0, preexec_fn=_die_with_parent)
-        for i in range(1, args.workers + 1)]
+class Supervisor:
+    """The worker processes of `serve --workers N`, restarted when they die (see above)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self._args = args
+        self._prefix = f"{args.schema}-{os.getpid()}"
+        self._lock = threading.Lock()  # guards procs and stopping together
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.procs: list[subprocess.Popen] = []
+        self.restarts = 0
+
+    def _spawn(self, i: int) -> subprocess.Popen:
+        args, name = self._args, f"{self._prefix}-w{i + 1}"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cachequeue", "worker", "--schema", args.schema,
+             "--handlers", args.handlers, "--name", name,
+             "--concurrency", str(args.concurrency),
+             "--shutdown-timeout", str(args.shutdown_timeout)],
+            stdin=subprocess.DEVNULL, process_group=0, preexec_fn=_die_with_parent)
+        LOGGER.info(log_line(_NAME, "worker-started", name=name, pid=proc.pid))
+        return proc
+
+    def start(self) -> None:
+        with self._lock:
+            self.procs = [self._spawn(i) for i in range(self._args.workers)]
+        for i in range(len(self.procs)):
+            thread = threading.Thread(target=self._watch, args=(i,), daemon=True,
+                                      name=f"supervise-w{i + 1}")
+            thread.start()
+            self._threads.append(thread)
+
+    def _watch(self, i: int) -> None:
+        quick_exits = 0
+        while True:
+            proc, started = self.procs[i], time.monotonic()
+            code = proc.wait()
+            if self._stopping.is_set():
+                return
+            quick_exits = quick_exits + 1 if time.monotonic() - started < STABLE_SECONDS else 1
+            delay = restart_delay(quick_exits)
+            LOGGER.warning(log_line(_NAME, "worker-exited", name=f"{self._prefix}-w{i + 1}",
+                                    pid=proc.pid, code=code, restart_in=delay))
+            if self._stopping.wait(delay):
+                return
+            with self._lock:
+                if self._stopping.is_set():
+                    return
+                self.procs[i] = self._spawn(i)
+                self.restarts += 1
+
+    def signal_all(self, signum: int) -> None:
+        """Stop restarting, and send `signum` to every worker still running."""
+        with self._lock:
+            self._stopping.set()
+            procs = list(self.procs)
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signum)
+
+    def wait(self) -> list[int]:
+        """Stop restarting; wait for every worker to exit; their exit statuses."""
+        with self._lock:
+            self._stopping.set()
+            procs = list(self.procs)
+        codes = [proc.wait() for proc in procs]
+        for thread in self._threads:
+            thread.join(5)
+        return codes
+
+    @property
+    def running(self) -> int:
+        return sum(proc.poll() is None for proc in list(self.procs))
+
+    def collect(self) -> Iterator[Metric]:
+        """The supervisor's series on the operator listener."""
+        yield GaugeMetricFamily("cq_workers_running", "Worker processes of this service running.",
+                                value=self.running)
+        yield CounterMetricFamily("cq_worker_restarts", "Workers started again after they died.",
+                                  value=self.restarts)
+
+
+class Listeners:
+    """One ASGI app for two sockets: requests that arrived on `operator_port` go to
+    `operator`, every other request and the lifespan to `public`."""
+
+    def __init__(self, public: Any, operator: Any, operator_port: int) -> None:
+        self.public, self.operator, self.operator_port = public, operator, operator_port
+        self.state = public.state  # begin_shutdown finds the Service here
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        server = scope.get("server") or (None, None)
+        if scope["type"] != "lifespan" and server[1] == self.operator_port:
+            await self.operator(scope, receive, send)
+        else:
+            await self.public(scope, receive, send)
 
 
 class _Server(uvicorn.Server):
-    """uvicorn, with this command's own signal handling (see the module docstring)."""
+    """uvicorn, with this command's own signal handling (see cli.serve's docstring)."""
 
-    def __init__(self, config: uvicorn.Config, workers: list[subprocess.Popen]) -> None:
+    def __init__(self, config: uvicorn.Config, workers: Supervisor | None) -> None:
         super().__init__(config)
         self.workers = workers
         self.url = ""
+        self.metrics_url = ""
 
     def handle_exit(self, sig: int, frame: object) -> None:
         # Not uvicorn's: it would re-raise the signal after shutdown. Flags and kill() only.
         LOGGER.info(log_line(_NAME, "stopping", signal=signal.Signals(sig).name,
                              again=self.should_exit))
         begin_shutdown(self.config.app)
-        for proc in self.workers:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
+        if self.workers is not None:
+            self.workers.signal_all(signal.SIGTERM)
         if self.should_exit:
             self.force_exit = True
         self.should_exit = True
@@ -85,39 +203,74 @@ class _Server(uvicorn.Server):
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         if not self.should_exit:
+            extra = {"metrics_url": self.metrics_url} if self.metrics_url else {}
+            workers = 0 if self.workers is None else len(self.workers.procs)
             LOGGER.info(log_line(_NAME, "listening", url=self.url, pid=os.getpid(),
-                                 workers=len(self.workers)))
+                                 workers=workers, **extra))
 
 
-def run(args: argparse.Namespace, factory: Callable[[str], Any]) -> int:
+def _build(args: argparse.Namespace, factory: Callable[..., Any]) -> Any:
+    app = factory(args.schema, demo=True) if args.demo else factory(args.schema)
+    service = getattr(getattr(app, "state", None), "service", None)
+    if isinstance(service, Service):
+        service.configure(queue_metrics=args.queue_metrics, worker_kinds=args.worker_kinds)
+    elif args.metrics_port is not None:
+        raise TypeError(f"--metrics-port: {args.app} did not build a service.create_app app")
+    return app
+
+
+def run(args: argparse.Namespace, factory: Callable[..., Any]) -> int:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(formatter())
     LOGGER.addHandler(handler)
     LOGGER.setLevel(logging.INFO)
     LOGGER.propagate = False
+    sockets: list[socket.socket] = []
     try:
-        app = factory(args.schema)
-        sock = listen_socket(args.host, args.port)
+        app = _build(args, factory)
+        # The queue the service submits to: created if the app's factory has not (once).
+        with db.connect(args.schema) as conn:
+            queue.install(conn)
+        sockets.append(listen_socket(args.host, args.port))
+        if args.metrics_port is not None:
+            sockets.append(listen_socket(args.metrics_host, args.metrics_port))
     except Exception as exc:  # a broken app, an unreachable database, a port in use
         LOGGER.error(log_line(_NAME, "error", error=one_line(exc)))
+        for sock in sockets:
+            sock.close()
         return 1
-    host, port = sock.getsockname()[:2]
+    host, port = sockets[0].getsockname()[:2]
+    if len(sockets) == 2:
+        metrics_host, metrics_port = sockets[1].getsockname()[:2]
+        app = Listeners(app, operator_app(app), metrics_port)
     # Every log line on stderr, as the workers' (uvicorn sends its access log to stdout).
     log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
     log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
     config = uvicorn.Config(app, access_log=args.access_log, timeout_graceful_shutdown=10,
                             log_level="info", log_config=log_config)
-    server = _Server(config, _start_workers(args) if args.workers else [])
+    workers = Supervisor(args) if args.workers else None
+    if workers is not None:
+        service = getattr(getattr(app, "state", None), "service", None)
+        if isinstance(service, Service):
+            service.metrics.register([workers])
+        workers.start()
+    server = _Server(config, workers)
     server.url = f"http://{host}:{port}"
+    if len(sockets) == 2:
+        server.metrics_url = f"http://{metrics_host}:{metrics_port}"
     try:
-        server.run(sockets=[sock])
+        server.run(sockets=sockets)
     finally:
-        for proc in server.workers:  # uvicorn failed to start: the workers stop too
-            if proc.poll() is None and not server.should_exit:
-                proc.send_signal(signal.SIGTERM)
-        codes = [proc.wait() for proc in server.workers]
-        sock.close()
-    LOGGER.info(log_line(_NAME, "stopped", workers=",".join(map(str, codes)) or "none"))
+        codes = []
+        if workers is not None:
+            if not server.should_exit:  # uvicorn failed to start: the workers stop too
+                workers.signal_all(signal.SIGTERM)
+            codes = workers.wait()
+        for sock in sockets:
+            sock.close()
+    restarts = 0 if workers is None else workers.restarts
+    LOGGER.info(log_line(_NAME, "stopped", workers=",".join(map(str, codes)) or "none",
+                         restarts=restarts))
     if any(code == EXIT_HANDED_BACK for code in codes) and all(c in (0, 3) for c in codes):
         return EXIT_HANDED_BACK
     return 0 if all(code == 0 for code in codes) and server.started else 1

@@ -27,15 +27,15 @@ from typing import Any
 from .. import db
 from ..errors import ConfigurationError
 from ..queue import Worker
-from ..queue.logline import LOGGER, formatter, log_line
-from ..queue.notify import one_line
+from ..queue.logline import LOGGER, formatter, log_line, one_line
+from ..queue.worker import BATCH, BATCH_WAIT
 from .base import EXIT_HANDED_BACK, Command, UsageError, import_attribute
 
 __all__ = ["COMMAND", "load_handlers"]
 
 
 def load_handlers(spec: str) -> Mapping[str, Callable[..., Any]]:
-    """The mapping named by "MODULE:ATTR" (e.g. "cachequeue.course.handlers:HANDLERS");
+    """The mapping named by "MODULE:ATTR" (e.g. "cachequeue.course.app.effects:EFFECT_HANDLERS");
     UsageError, with a one-line reason, when it cannot be imported or is not a mapping."""
     handlers = import_attribute(spec, "handlers", "handler")
     if not isinstance(handlers, Mapping):
@@ -59,9 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="jobs run at once, each in its own thread (default 1)")
     parser.add_argument("--lease", type=float, default=30.0, metavar="S",
                         help="seconds a claim holds a job unless renewed (default 30)")
-    parser.add_argument("--poll", type=float, default=1.0, metavar="S",
-                        help="look for work at least this often (default 1; expired leases "
-                             "and due retries are found this way)")
+    parser.add_argument("--poll", type=float, default=None, metavar="S",
+                        help="look for work at least this often (default 10, or 1 with "
+                             "--no-listen; expired leases and due retries are found this way)")
     parser.add_argument("--heartbeat", type=float, default=None, metavar="S",
                         help="seconds between lease renewals (default lease/3; 0 = never, "
                              "for demonstrations)")
@@ -74,6 +74,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the worker's name in the workers table (default host-pid)")
     parser.add_argument("--no-listen", dest="listen", action="store_false",
                         help="do not LISTEN for new jobs: find them by polling only")
+    parser.add_argument("--batch", type=int, default=BATCH, metavar="N",
+                        help=f"finish up to N successful jobs in one statement, each checked "
+                             f"against its own lease (default {BATCH})")
+    parser.add_argument("--batch-wait", type=float, default=BATCH_WAIT, metavar="S",
+                        help=f"flush the waiting successes after S seconds at the latest "
+                             f"(default {BATCH_WAIT:g})")
+    parser.add_argument("--no-batch", dest="batch", action="store_const", const=1,
+                        help="finish every job in its own durable commit (= --batch 1)")
     parser.add_argument("--fair", action="store_true",
                         help="claim fairly across tenants (fewest running first)")
     parser.add_argument("--tenant-cap", type=int, default=None, metavar="N",
@@ -94,7 +102,8 @@ def prepare(args: argparse.Namespace) -> Callable[[], int]:
                         concurrency=args.concurrency, lease=args.lease, poll=args.poll,
                         heartbeat=args.heartbeat, shutdown_timeout=args.shutdown_timeout,
                         kinds=args.kinds, listen=args.listen, fair=args.fair,
-                        tenant_cap=args.tenant_cap)
+                        tenant_cap=args.tenant_cap, batch=args.batch,
+                        batch_wait=args.batch_wait)
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     return lambda: _run(worker)

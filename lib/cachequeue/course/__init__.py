@@ -1,64 +1,80 @@
 """The course's teaching apparatus: everything a notebook needs that production code would not.
 
-- the sample application of the chapter, a "team documents assistant": `access` (users,
-  documents, permission views), `documents` (an in-memory store with versions), `summariser`
-  (a slow, deterministic "model"), `reading` (summaries read through a cache, in the
-  chapter's right and wrong variants), `data` (the sample CSVs, shipped as package data);
-- real worker processes: `handlers` (the `effect` handler: a vendor call, a charge booked
-  once per business key, a "started" report), `fleet` (start, watch, kill, stop workers);
-- the sample app on the HTTP service: `webapp` (tokens, documents router, the page in
-  `web/`, `create_app` for `cachequeue serve`), `summaries` (summary jobs: business key,
-  handlers), `stack` (the service and its workers as real processes);
-- probes of what goes wrong: `naive` (read-then-update claims, SKIP LOCKED in a report),
-  `horizon` (what an open transaction holds: xid, snapshot, row lock, dead rows),
-  `timers` (in-process timers die with their process), `ttldict` (a TTL-only map),
-  `workload` (gated loaders, read traces), `plans` (bulk rows, EXPLAIN, scans),
-  `tenancy` (two tenants with the same document id),
-  `redislab` (a Redis key's real expiry, a write without fencing, hit costs, a lock that
-  changes hands between two commands), `statements` (the statements a function sends on a
-  connection, and a second call run in the gap between two of them),
-  `sharedreaders` (reader processes that miss one key of the shared cache at once);
-- models and views: `lab` (the queue as an in-memory state machine on a manual clock),
-  `lockstep` (one operation sequence replayed on the model and on PostgreSQL), `frames`
-  (queue state as pandas DataFrames), `plots` (the notebooks' figures; `fonts` registers the Chinese font they use), `mutants` (models
-  wrong on one boundary, which the lockstep comparison must catch);
-- measurements (chapter 10): `perf` (recorded benchmark runs, commit timing, drains, claim
-  cost, the worker benchmark's probes), `perfplots` (the chapter's figures);
-- exercises: `capstone` (chapter 11: probes that run a learner's step in fixed scenarios
-  and report what it did, for the check cells to assert on).
+`chapter` composes a chapter's schema from the parts' installs. The other modules live in
+six rooms, by kind (each room's `__init__` lists its modules):
+
+    app/      the sample application, a "team documents assistant": users and permission
+              views, documents with versions, the slow "model", the read path through a
+              cache, summary and effect jobs, the HTTP app and its page (`web/`)
+    procs/    real processes a chapter starts, watches, pauses and kills: worker fleets, the
+              service stack, timers, shared-cache readers, the outbox relay, chaos runs
+    probes/   counter-examples and measurements of what goes wrong: naive claims, what an
+              open transaction holds, statements on a connection, plans, a TTL-only map,
+              read workloads, Redis probes
+    model/    the queue as an in-memory state machine (`queue_model`), replayed in lockstep
+              with PostgreSQL, and its deliberately wrong mutants
+    views/    DataFrames, timelines and figures (with the Chinese font they need)
+    labs/     whole exercises built from the rest: the simulated ops day, the performance
+              chapter's runs, the capstone's probes
+    data/     the sample CSVs and the recorded benchmark runs (package data, no code)
+
+`CHAPTERS` says which chapters' notebooks import each module (`tests/unit/test_layout.py`
+checks it against the notebooks); a module with no chapter serves other modules, tests or
+`bench/` only.
 
 This part may import every other part; nothing outside it imports it. Its modules are not
-imported here, so `import cachequeue.course.lab` does not load pandas or matplotlib.
+imported here, so `import cachequeue.course.model.queue_model` does not load pandas or
+matplotlib.
 """
 
-__all__ = [
-    "access",
-    "capstone",
-    "data",
-    "documents",
-    "fonts",
-    "fleet",
-    "frames",
-    "handlers",
-    "horizon",
-    "lab",
-    "lockstep",
-    "mutants",
-    "naive",
-    "perf",
-    "perfplots",
-    "plans",
-    "plots",
-    "reading",
-    "redislab",
-    "sharedreaders",
-    "stack",
-    "statements",
-    "summaries",
-    "summariser",
-    "tenancy",
-    "timers",
-    "ttldict",
-    "webapp",
-    "workload",
-]
+__all__ = ["CHAPTERS", "ROOMS"]
+
+ROOMS = ("app", "procs", "probes", "model", "views", "labs")
+
+# module (room.name) -> the chapters whose notebooks import it
+CHAPTERS: dict[str, tuple[str, ...]] = {
+    "chapter": ("00", "03", "04", "05", "06", "07", "08", "09", "10", "11"),
+    "app.access": ("02",),
+    "app.data": ("00", "02", "08"),
+    "app.documents": ("02", "11"),
+    "app.editing": ("08",),
+    "app.effects": ("06",),
+    "app.pipeline": ("08",),
+    "app.reading": ("02",),
+    "app.summaries": ("11",),
+    "app.summariser": ("00", "01", "02", "03", "09", "11"),
+    "app.tenancy": ("02",),
+    "app.webapp": ("07", "08", "11"),
+    "procs.browser": ("07",),
+    "procs.cancelling": ("08",),
+    "procs.capacity": ("08",),
+    "procs.chaos": ("06",),
+    "procs.fleet": ("06",),
+    "procs.ratelab": ("08",),
+    "procs.relaylab": ("08",),
+    "procs.sharedreaders": ("09",),
+    "procs.stack": ("07", "08", "11"),
+    "procs.timers": ("03", "11"),
+    "procs.wakeup": ("06",),
+    "probes.horizon": ("03", "08"),
+    "probes.naive": ("03", "11"),
+    "probes.plans": ("03", "08", "10"),
+    "probes.redislab": ("09",),
+    "probes.statements": ("03", "06", "08"),
+    "probes.tablelocks": ("08",),
+    "probes.ttldict": ("01",),
+    "probes.workload": ("01", "09"),
+    "model.lockstep": ("05",),
+    "model.mutants": ("05",),
+    "model.queue_model": ("05",),
+    "views.fonts": (),
+    "views.frames": ("00", "03", "04", "05", "07", "11"),
+    "views.perfplots": ("10",),
+    "views.plots": ("01", "04"),
+    "views.scrapes": ("08",),
+    "views.timeline": ("06",),
+    "labs.capstone": ("11",),
+    "labs.minute": ("08",),
+    "labs.opsday": ("08",),
+    "labs.perf": ("10",),
+}

@@ -1,15 +1,17 @@
 """The PostgreSQL job queue: production-shaped, with no teaching apparatus in it.
 
+- `install(conn)` (from `schema`): the queue's tables in the current schema, once.
 - `jobs`: submit, claim (one statement, FOR UPDATE SKIP LOCKED), heartbeat, finish, fail,
   release, cancel, retry, status. Its SQL is in `sql/queue.sql` (tables) and `sql/queries.sql`.
 - `retry`: `RetryPolicy` (exponential backoff with full jitter) and the error classes.
-- `worker`: the single pass `run_once` and `drain` (and their steps `execute`, `record`).
-- `runner`: `Worker`, the long-running worker: handler threads, heartbeats, graceful
-  shutdown with hand-back, reconnects, wake-up by LISTEN/NOTIFY. `inflight`: the jobs it
-  holds (threads, reports, hand-back); `context`: the `JobContext` its handlers may take;
-  `logline`: its one-line-per-event log.
-- `workers`: the workers table (who runs, last heartbeat, jobs in hand); `notify`: the
-  jobs table's notification channel and a listener thread. Their SQL is in `sql/workers.sql`.
+- `single_pass`: one job handled start to end, `run_once` and `drain` (and their steps
+  `execute`, `record`).
+- `worker`: `Worker`, the long-running worker: handler threads, heartbeats, graceful
+  shutdown with hand-back, reconnects, wake-up by LISTEN/NOTIFY; `Worker.run_once()` is its
+  single pass. `inflight`: the jobs it holds (threads, reports, hand-back); `context`: the
+  `JobContext` its handlers may take; `logline`: its one-line-per-event log.
+- `registry`: the workers table (who runs, last heartbeat, jobs in hand), SQL in
+  `sql/registry.sql`; `notify`: the jobs table's notification channel and a listener thread.
 - `limits`: the queue's limits (payload size, lease, error text) and the checks of its inputs.
 - Operating the queue (chapter 08), each with its SQL in `sql/<module>.sql`: `metrics`
   (depth, oldest wait, rates, durations, ratios; bounded tenant labels), `fairness` (the
@@ -35,15 +37,17 @@ from . import (
     notify,
     outbox,
     ratelimit,
+    registry,
     retry,
-    runner,
+    schema,
+    single_pass,
     worker,
-    workers,
 )
 from .context import JobContext
 from .jobs import Claim, JobStatus
 from .retry import PermanentError, RetryableError, RetryPolicy
-from .runner import Worker
+from .schema import install
+from .worker import Worker
 
 __all__ = [
     "Claim",
@@ -58,6 +62,7 @@ __all__ = [
     "deadletter",
     "fairness",
     "inflight",
+    "install",
     "jobs",
     "limits",
     "logline",
@@ -65,8 +70,9 @@ __all__ = [
     "notify",
     "outbox",
     "ratelimit",
+    "registry",
     "retry",
-    "runner",
+    "schema",
+    "single_pass",
     "worker",
-    "workers",
 ]

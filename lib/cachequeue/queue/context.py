@@ -1,6 +1,6 @@
 """What a running handler may know about its job: the claim, and whether it should stop.
 
-The long-running worker (`runner.Worker`) passes a `JobContext` as the second argument to
+The long-running worker (`worker.Worker`) passes a `JobContext` as the second argument to
 handlers that accept two (`def handle(payload, ctx)`); handlers that take only the payload
 keep working unchanged. The worker sets the context's stop reason when its heartbeat finds
 the lease lost (expired and taken over, or the job cancelled) or when it hands the job back

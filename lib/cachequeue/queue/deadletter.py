@@ -10,9 +10,11 @@ everything:
                                  actor="ops", reason="vendor outage 09:00-09:20", dry_run=True)
     done = deadletter.bulk_retry(conn, same_filter, actor="ops", reason="...")
 
-A dry run lists the job ids a real run would retry (the same query, the same order, the
-same limit) and changes nothing. A real run retries them in one statement, each with an
-audit row naming the actor, the reason and the filter. SQL in `sql/deadletter.sql`.
+A dry run lists the job ids a real run would retry and changes nothing. A real run lists
+them with the same query and hands exactly those rows to the queue's retry statement
+(`jobs.query("retry")`), which retries them in one statement, each with an audit row naming
+the actor, the reason and the filter; a job that another operator retried meanwhile, or that
+failed again since it was listed, is left alone. The filter is in `sql/deadletter.sql`.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from psycopg.rows import dict_row
 
 from .. import sqlfile
 from ..checks import check_bool, check_instance, check_int, check_text
+from .jobs import query as jobs_query
 
 __all__ = ["Filter", "bulk_retry", "failed"]
 
@@ -79,13 +82,18 @@ def bulk_retry(conn: psycopg.Connection, where: Filter, *, actor: str, reason: s
     if where == Filter():
         raise ValueError("bulk_retry needs a filter (kind, error_class, since/until or "
                          "tenant_id); an empty one would replay every failed job")
-    params = _params(where, limit)
+    _params(where, limit)  # a bad filter is refused before anything else is checked
     check_bool(dry_run, "dry_run")
+    audit = {"actor": check_text(actor, "actor"),
+             "reason": check_text(reason, "reason", limit=1000)}
+    listed = failed(conn, where, limit=limit)
     if dry_run:
-        return sorted(row["job_id"] for row in failed(conn, where, limit=limit))
+        return sorted(row["job_id"] for row in listed)
     described = {k: (v.isoformat() if isinstance(v, datetime) else v)
                  for k, v in asdict(where).items() if v is not None}
-    params |= {"actor": check_text(actor, "actor"),
-               "reason": check_text(reason, "reason", limit=1000),
-               "filter": json.dumps(described)}
-    return list(conn.execute(_QUERIES["retry_matching"].sql, params).fetchone()[0])
+    # The failures as listed: each job with its tenant and the finished_at that was seen.
+    params = audit | {"job_ids": [row["job_id"] for row in listed],
+                      "tenant_ids": [row["tenant_id"] for row in listed],
+                      "failed_at": [row["finished_at"] for row in listed],
+                      "attempts": None, "filter": json.dumps(described)}
+    return list(conn.execute(jobs_query("retry").sql, params).fetchone()[0])

@@ -1,11 +1,22 @@
-"""The jobs a worker holds right now: their handler threads, their results, their hand-back.
+"""The jobs a worker holds right now: their handlers, their results, the completion batch, their hand-back.
 
-`InFlight` belongs to one `runner.Worker` and is only touched by its loop thread, except
+`InFlight` belongs to one `worker.Worker` and is only touched by its loop thread, except
 for two thread-safe steps: a handler thread appends its result to a deque and pokes the
 loop awake. Each held job is keyed by its lease token (one worker may briefly hold two
-attempts of one job: the old one lost, the new one claimed). Reports go through
-`worker.record`; every database call takes the loop's connection, counts one statement in
-the worker's stats and writes one log line per outcome.
+attempts of one job: the old one lost, the new one claimed). Handlers run on reused daemon
+threads (`_Threads`: a thread that finished a job waits for the next one).
+
+Results are reported on the loop's connection. A failure is reported at once
+(`single_pass.record`: the retry decision is per job). A success waits in the completion
+batch until `batch` results wait or the oldest has waited `batch_wait` seconds, whichever
+comes first; then ONE `jobs.finish_many` writes them all, each row checked against its own
+lease token, so a late flush after a takeover is refused row by row and the other rows
+commit. With `batch=1` every result is its own durable commit (`jobs.finish`). A result in
+the batch no longer holds a thread (its slot is free for the next claim) but still holds
+its lease, which the heartbeat keeps renewing. A crash before the flush loses only the
+acknowledgements: those jobs run again once their leases expire (at-least-once, as before).
+Every database call counts one statement in the worker's stats and writes one log line per
+outcome.
 """
 
 from __future__ import annotations
@@ -16,27 +27,68 @@ import uuid
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from queue import SimpleQueue
 from typing import Any
 
 import psycopg
 
+from ..errors import InvalidJob
 from . import jobs
 from .context import HANDED_BACK, LOST, JobContext, takes_context
-from .notify import one_line
+from .limits import to_json
+from .logline import one_line
 from .retry import RetryPolicy
-from .worker import Result, execute, record
+from .single_pass import Result, execute, record
 
 __all__ = ["InFlight"]
 
-# How a report ended, as the log and the stats name it (worker.record's outcome -> event).
+# How a report ended, as the log and the stats name it (single_pass.record's outcome -> event).
 _EVENTS = {"done": "finished", "pending": "retrying", "failed": "failed", "lost": "rejected"}
+_SETTLED = {"done": "done", "retry": "pending", "failed": "failed"}  # attempt outcome -> state
 
 
 @dataclass
 class _Running:
     claim: jobs.Claim
     ctx: JobContext
+    expires: float  # when the lease runs out unless renewed (the worker's clock)
     unsure: bool = False  # a report was sent but the connection dropped before the answer
+
+
+class _Threads:
+    """Daemon threads that run one job after another: no thread start per job.
+
+    `idle` counts the threads that are waiting (or about to wait) for a task; a task is
+    only queued for one of them, so no task ever waits behind a running job."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # guards _idle
+        self._idle = 0
+        self._tasks: SimpleQueue = SimpleQueue()
+
+    def run(self, fn: Callable[..., None], *args: Any) -> None:
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+                self._tasks.put((fn, args))
+                return
+        threading.Thread(target=self._serve, args=((fn, args),), name="cachequeue-handler",
+                         daemon=True).start()
+
+    def _serve(self, task: tuple | None) -> None:
+        while task is not None:
+            fn, args = task
+            fn(*args)
+            with self._lock:
+                self._idle += 1
+            task = self._tasks.get()
+
+    def close(self) -> None:
+        """Let the waiting threads end (running ones end after their job)."""
+        with self._lock:
+            idle, self._idle = self._idle, 0
+        for _ in range(idle):
+            self._tasks.put(None)
 
 
 class InFlight:
@@ -45,31 +97,51 @@ class InFlight:
     def __init__(self, name: str, connect: Callable[[], psycopg.Connection],
                  handlers: Mapping[str, Callable[..., Any]], *, poke: Callable[[], None],
                  log: Callable[..., None], stats: Counter, policy: RetryPolicy | None,
-                 rng: random.Random) -> None:
+                 rng: random.Random, lease: float, batch: int = 1,
+                 batch_wait: float = 0.0) -> None:
         self._name, self._connect, self._handlers = name, connect, dict(handlers)
         self._with_ctx = {kind: takes_context(h) for kind, h in self._handlers.items()}
         self._poke, self._log, self._stats = poke, log, stats
         self._policy, self._rng = policy, rng
+        self._lease, self._batch_size, self._batch_wait = lease, batch, batch_wait
         self._held: dict[uuid.UUID, _Running] = {}
         self._results: deque[tuple[jobs.Claim, Result]] = deque()
-        self._recording: uuid.UUID | None = None
+        self._batch: list[tuple[jobs.Claim, Any]] = []  # successes waiting for the flush
+        self._batch_jobs: set[int] = set()  # their job ids (one row per job in finish_many)
+        self._batch_since: float | None = None  # when the oldest of them joined
+        self._recording: list[uuid.UUID] = []  # the tokens of the report in flight
+        self._threads = _Threads()
 
     def __len__(self) -> int:
+        """Jobs held: running, or done and waiting in the batch (their leases are ours)."""
         return len(self._held)
+
+    @property
+    def running(self) -> int:
+        """Jobs whose handler has not been reported yet: the slots in use."""
+        return len(self._held) - len(self._batch)
 
     @property
     def reports_waiting(self) -> bool:
         return bool(self._results)
 
-    def start(self, claim: jobs.Claim) -> None:
-        """Run the claim's handler in a new daemon thread."""
+    @property
+    def batched(self) -> int:
+        """Successes waiting for the next flush."""
+        return len(self._batch)
+
+    def flush_due_at(self) -> float | None:
+        """When the batch must be flushed at the latest (clock of the worker), or None."""
+        return None if self._batch_since is None else self._batch_since + self._batch_wait
+
+    def start(self, claim: jobs.Claim, now: float) -> None:
+        """Run the claim's handler on a handler thread (claimed at `now`)."""
         ctx = JobContext(claim, self._name, self._connect)
-        self._held[claim.lease_token] = _Running(claim, ctx)
+        self._held[claim.lease_token] = _Running(claim, ctx, expires=now + self._lease)
         self._stats["claimed"] += 1
         self._log("claimed", job=claim.job_id, attempt=claim.attempt, kind=claim.kind)
         args = (claim.payload, ctx) if self._with_ctx[claim.kind] else (claim.payload,)
-        threading.Thread(target=self._run, args=(claim, self._handlers[claim.kind], args),
-                         name=f"cachequeue-job-{claim.job_id}", daemon=True).start()
+        self._threads.run(self._run, claim, self._handlers[claim.kind], args)
 
     def _run(self, claim: jobs.Claim, handler: Callable[..., Any], args: tuple) -> None:
         try:
@@ -79,60 +151,136 @@ class InFlight:
         self._results.append((claim, result))
         self._poke()
 
-    def report(self, conn: psycopg.Connection) -> int:
-        """Report every finished handler's result (finish or fail); return the slots freed.
-        A result stays queued until its report went through, across a lost connection."""
+    # ------------------------------------------------------------------ reporting
+
+    def report(self, conn: psycopg.Connection, now: float, *, flush: bool = False) -> int:
+        """Take every finished handler's result: fail at once, finish at once (batch 1) or
+        add to the batch; flush the batch when it is full, due at `now`, or `flush` says
+        so. Return the slots freed. A result stays queued until its report went through,
+        across a lost connection."""
         freed = 0
         while self._results:
             claim, result = self._results[0]
             running = self._held.get(claim.lease_token)
             if running is not None:  # else: handed back or abandoned meanwhile
-                self._recording = claim.lease_token
-                outcome = record(conn, claim, result, policy=self._policy, rng=self._rng)
-                self._stats["statements"] += 1
-                if outcome == "lost" and running.unsure:
-                    outcome = self._settled(conn, claim) or outcome
-                self._recording = None
-                del self._held[claim.lease_token]
+                if not (self._batch_size > 1 and result.error is None
+                        and self._joins(conn, running, result, now)):
+                    self._report_one(conn, running, result)
                 freed += 1
-                event = _EVENTS[outcome]
-                self._stats[event] += 1
-                fields = {"job": claim.job_id, "attempt": claim.attempt}
-                if result.error is not None:
-                    fields["error"] = one_line(result.error)
-                self._log(event, **fields)
             self._results.popleft()
+        if self._batch and (flush or len(self._batch) >= self._batch_size
+                            or now >= self._batch_since + self._batch_wait):
+            self.flush(conn)
         return freed
+
+    def _joins(self, conn: psycopg.Connection, running: _Running, result: Result,
+               now: float) -> bool:
+        """Add a success to the batch, unless its output cannot be stored (then it is
+        reported alone, and failed for good, by single_pass.record) or its lease may run
+        out before the flush: then it is reported alone at once, before this turn's claim
+        can take the job over, as it would be without batching."""
+        claim = running.claim
+        if running.expires - now <= self._batch_wait:
+            return False
+        try:
+            to_json(result.output, "output")
+        except InvalidJob:
+            return False
+        if claim.job_id in self._batch_jobs:
+            self.flush(conn)  # an older attempt of the same job: one row per job and statement
+        if not self._batch:  # one line per batch: the moment a supervisor (chaos) can act on
+            self._batch_since = now
+            self._log("batching", job=claim.job_id, attempt=claim.attempt,
+                      flush_in=self._batch_wait)
+        self._batch.append((claim, result.output))
+        self._batch_jobs.add(claim.job_id)
+        return True
+
+    def _report_one(self, conn: psycopg.Connection, running: _Running, result: Result) -> None:
+        claim = running.claim
+        self._recording = [claim.lease_token]
+        outcome = record(conn, claim, result, policy=self._policy, rng=self._rng)
+        self._stats["statements"] += 1
+        if outcome == "lost" and running.unsure:
+            outcome = self._settled(conn, claim) or outcome
+        self._recording = []
+        del self._held[claim.lease_token]
+        event = _EVENTS[outcome]
+        self._stats[event] += 1
+        fields = {"job": claim.job_id, "attempt": claim.attempt}
+        if result.error is not None:
+            fields["error"] = one_line(result.error)
+        self._log(event, **fields)
+
+    def flush(self, conn: psycopg.Connection) -> None:
+        """Finish every batched result in one statement; each row stands on its own lease."""
+        if not self._batch:
+            return
+        self._recording = [claim.lease_token for claim, _ in self._batch]
+        finished = jobs.finish_many(conn, self._batch)
+        self._stats["statements"] += 1
+        self._stats["batches"] += 1
+        unsure = [claim for (claim, _), ok in zip(self._batch, finished, strict=True)
+                  if not ok and self._held[claim.lease_token].unsure]
+        settled = self._settled_many(conn, unsure) if unsure else {}
+        for (claim, _), ok in zip(self._batch, finished, strict=True):
+            if not ok and settled.get(claim.lease_token) == "done":
+                ok = True  # the earlier flush did commit this row before the connection dropped
+            del self._held[claim.lease_token]
+            event = "finished" if ok else "rejected"
+            self._stats[event] += 1
+            self._log(event, job=claim.job_id, attempt=claim.attempt)
+        self._recording = []
+        self._batch.clear()
+        self._batch_jobs.clear()
+        self._batch_since = None
 
     def _settled(self, conn: psycopg.Connection, claim: jobs.Claim) -> str | None:
         """After a report whose answer was lost with the connection: what it did, if it did."""
-        self._stats["statements"] += 1
-        for row in jobs.history(conn, claim.job_id):
-            if row["lease_token"] == claim.lease_token:
-                return {"done": "done", "retry": "pending", "failed": "failed"}.get(row["outcome"])
-        return None
+        return self._settled_many(conn, [claim]).get(claim.lease_token)
+
+    def _settled_many(self, conn: psycopg.Connection,
+                      claims: list[jobs.Claim]) -> dict[uuid.UUID, str]:
+        """{lease token: new state} of the attempts among `claims` that did end (history)."""
+        tokens = {claim.lease_token for claim in claims}
+        settled = {}
+        for job_id in sorted({claim.job_id for claim in claims}):
+            self._stats["statements"] += 1
+            for row in jobs.history(conn, job_id):
+                if row["lease_token"] in tokens and row["outcome"] in _SETTLED:
+                    settled[row["lease_token"]] = _SETTLED[row["outcome"]]
+        return settled
 
     def connection_lost(self) -> None:
         """The connection dropped: a report in flight may or may not have committed."""
-        if self._recording is not None and self._recording in self._held:
-            self._held[self._recording].unsure = True
-        self._recording = None
+        for token in self._recording:
+            if token in self._held:
+                self._held[token].unsure = True
+        self._recording = []
+
+    # ------------------------------------------------------------------ leases and hand-back
 
     def to_renew(self) -> list[jobs.Claim]:
-        """The claims whose leases the heartbeat should renew (not lost, not handed back)."""
+        """The claims whose leases the heartbeat should renew (not lost, not handed back),
+        batched results included: they hold their leases until the flush."""
         return [r.claim for r in self._held.values() if not r.ctx.should_stop()]
 
-    def renewed(self, claims: Iterable[jobs.Claim], held: set[uuid.UUID]) -> None:
-        """After a heartbeat: tell each handler whose lease was not renewed that it is lost."""
+    def renewed(self, claims: Iterable[jobs.Claim], held: set[uuid.UUID], now: float) -> None:
+        """After a heartbeat at `now`: the renewed leases run until now + lease; tell each
+        handler whose lease was not renewed that it is lost."""
         for claim in claims:
             running = self._held.get(claim.lease_token)
-            if running is not None and claim.lease_token not in held:
+            if running is not None and claim.lease_token in held:
+                running.expires = now + self._lease
+            elif running is not None:
                 running.ctx.halt(LOST)
                 self._stats["lost"] += 1
                 self._log("lost", job=claim.job_id, attempt=claim.attempt)
 
     def hand_back(self, conn: psycopg.Connection, reason: str) -> None:
-        """Give every held job back to the queue (jobs.release), one by one, by its token."""
+        """Flush the batch (those jobs are done), then give every job whose handler still
+        runs back to the queue (jobs.release), one by one, by its token."""
+        self.flush(conn)
         for token, running in list(self._held.items()):
             running.ctx.halt(HANDED_BACK)
             released = jobs.release(conn, running.claim, reason)
@@ -144,10 +292,18 @@ class InFlight:
         self._results.clear()
 
     def abandon(self) -> None:
-        """Hand-back is due but the database is unreachable: leave the jobs to lease expiry."""
+        """Hand-back is due but the database is unreachable: leave the jobs to lease expiry
+        (batched results too: only their acknowledgements are lost)."""
         for running in self._held.values():
             running.ctx.halt(HANDED_BACK)
             self._stats["abandoned"] += 1
             self._log("abandoned", job=running.claim.job_id, attempt=running.claim.attempt)
         self._held.clear()
         self._results.clear()
+        self._batch.clear()
+        self._batch_jobs.clear()
+        self._batch_since = None
+
+    def close(self) -> None:
+        """The worker stopped: let the idle handler threads end."""
+        self._threads.close()

@@ -27,33 +27,33 @@ from ..checks import check_bool, check_instance, check_int, check_text
 from ..errors import ForeignClaim, InvalidJob, UnknownKind
 from .limits import (
     MAX_ERROR_CHARS,
+    MAX_HANDBACKS,
     MAX_LEASE,
     MAX_PAYLOAD_BYTES,
+    MAX_RUN_AFTER,
     check_kinds,
     check_lease,
+    check_run_after,
     check_when,
     error_text,
+    payload_json,
     to_json,
 )
 from .retry import RetryPolicy
 
 __all__ = [
-    "MAX_ERROR_CHARS", "MAX_LEASE", "MAX_PAYLOAD_BYTES", "Claim", "JobStatus", "audit", "cancel",
+    "MAX_ERROR_CHARS", "MAX_HANDBACKS", "MAX_KEY_CHARS", "MAX_LEASE", "MAX_PAYLOAD_BYTES", "Claim",
+    "JobStatus", "audit", "cancel",
     "claim", "claim_many", "fail", "finish", "finish_many", "heartbeat", "history", "query",
     "release", "retry", "status", "submit",
 ]
 
 
-_QUERIES = sqlfile.load(__package__, "queries.sql")
+MAX_KEY_CHARS = 200  # characters of an idempotency key
 
-
-def query(name: str) -> sqlfile.Query:
-    """The named statement of `sql/queries.sql` that this module runs: to read, print or
-    EXPLAIN it. Running it by hand bypasses the checks of the function that owns it."""
-    try:
-        return _QUERIES[name]
-    except KeyError:
-        raise KeyError(f"no query {name!r} in queries.sql; it has {sorted(_QUERIES)}") from None
+query = sqlfile.load(__package__, "queries.sql")
+"""The named statements of `sql/queries.sql`: `query("claim").sql` to read, print or EXPLAIN.
+Running one by hand bypasses the checks of the function that owns it."""
 
 
 @dataclass(frozen=True)
@@ -77,12 +77,18 @@ class Claim:
 
 @dataclass(frozen=True)
 class JobStatus:
-    """A job as the jobs table records it, with its result once done (`output`)."""
+    """A job as the jobs table records it, with its result once done (`output`).
+
+    `attempts` counts every claim (the number of the latest attempt); `handbacks` how many
+    of them a stopping worker handed back (since submit or the last manual retry). Those do
+    not count: the job fails when `attempts - handbacks` reaches `max_attempts`.
+    """
 
     job_id: int
     kind: str
     state: str
     attempts: int
+    handbacks: int
     max_attempts: int
     last_error: str | None
     output: Any | None
@@ -100,7 +106,7 @@ def _claim_params(conn: psycopg.Connection, claim: Claim) -> dict[str, Any]:
 
 def _run_with_claim(conn: psycopg.Connection, name: str, claim: Claim, params: dict) -> tuple:
     """Run a statement that checks the lease; raise ForeignClaim if it ran in another schema."""
-    row = conn.execute(_QUERIES[name].sql, params).fetchone()
+    row = conn.execute(query(name).sql, params).fetchone()
     if row[-1] != claim.schema:
         raise ForeignClaim(
             f"this Claim was made in schema {claim.schema!r} but the connection uses "
@@ -120,32 +126,38 @@ def submit(conn: psycopg.Connection, *, tenant_id: int, kind: str, payload: dict
 
     `payload` is a JSON object of at most MAX_PAYLOAD_BYTES. `run_after` and `deadline`
     are aware datetimes or seconds from now (database clock); `deadline` is when retries
-    stop being scheduled. With `idempotency_key`, a second submit by the same tenant
-    returns the first job's id (also when both race), and the first job's fields win.
+    stop being scheduled. `run_after` is at most MAX_RUN_AFTER seconds ahead (a datetime
+    further ahead is refused), and a datetime in the past means now: a job never sorts
+    ahead of jobs already due (limits.check_run_after). With `idempotency_key` (at most
+    MAX_KEY_CHARS characters), a second submit by the same tenant returns the first job's
+    id (also when both race), and the first job's fields win.
     Raises UnknownKind, PayloadTooLarge, InvalidJob, ValueError or TypeError, writing nothing.
     """
     params = {
         "tenant_id": check_int(tenant_id, "tenant_id"),
         "kind": check_text(kind, "kind"),
-        "idempotency_key": check_text(idempotency_key, "idempotency_key", optional=True),
+        "idempotency_key": check_text(idempotency_key, "idempotency_key", optional=True,
+                                      limit=MAX_KEY_CHARS),
         "max_attempts": check_int(max_attempts, "max_attempts", minimum=1),
+        "max_run_after": MAX_RUN_AFTER,
     }
-    if not isinstance(payload, dict):
-        raise InvalidJob(f"payload must be a dict (a JSON object), got {type(payload).__name__}")
-    params["payload"] = to_json(payload, "payload")
-    params["run_after_at"], params["run_after_in"] = check_when(run_after, "run_after", positive=False)
+    params["payload"] = payload_json(payload)
+    params["run_after_at"], params["run_after_in"] = check_run_after(run_after)
     params["deadline_at"], params["deadline_in"] = check_when(deadline, "deadline", positive=True)
     try:
-        row = conn.execute(_QUERIES["submit"].sql, params).fetchone()
+        row = conn.execute(query("submit").sql, params).fetchone()
     except psycopg.errors.UntranslatableCharacter as exc:  # e.g. "\u0000" in a JSON string
         raise InvalidJob(f"payload cannot be stored as jsonb: {exc.diag.message_primary}") from None
     if row is not None:
         return row[0]
-    # Nothing inserted: either the kind is unknown or the key is taken (its insert has
-    # committed by now: the unique index made ours wait for it).
-    existing, kind_known = conn.execute(_QUERIES["submitted"].sql, params).fetchone()
+    # Nothing inserted: the kind is unknown, run_after is too far ahead, or the key is taken
+    # (its insert has committed by now: the unique index made ours wait for it).
+    existing, kind_known, in_range = conn.execute(query("submitted").sql, params).fetchone()
     if not kind_known:
         raise UnknownKind(f"unknown job kind {kind!r}; known kinds are rows of job_kinds")
+    if not in_range:
+        raise ValueError(f"run_after must be at most {MAX_RUN_AFTER:g} seconds (365 days) "
+                         f"from now, got {run_after!r}")
     if existing is None:  # the key's job was deleted between the two statements
         raise InvalidJob(f"idempotency key {idempotency_key!r} was released concurrently; "
                          "submit again")
@@ -165,13 +177,23 @@ def claim_many(conn: psycopg.Connection, limit: int, *, lease: float = 30.0,
     finish or fail makes it durable. Inside a caller's transaction nothing changes.
     """
     params = {"limit": check_int(limit, "limit", minimum=1), "lease": check_lease(lease),
-              "kinds": check_kinds(kinds), "worker": check_text(worker, "worker", optional=True)}
-    if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
-        rows = conn.execute(_QUERIES["claim"].sql, params).fetchall()
-    else:  # inside the caller's transaction: keep the caller's commit as durable as it was
-        mode = conn.execute(_QUERIES["commit_mode"].sql).fetchone()[0]
-        rows = conn.execute(_QUERIES["claim"].sql, params).fetchall()
-        conn.execute(_QUERIES["set_commit_mode"].sql, {"mode": mode})
+              "kinds": check_kinds(kinds), "worker": check_text(worker, "worker", optional=True),
+              "chosen": None}
+    own = conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE
+    return _claimed(conn, params, durable=not own)
+
+
+def _claimed(conn: psycopg.Connection, params: dict[str, Any], *, durable: bool) -> list[Claim]:
+    """Run the claim statement (also for queue.fairness, which passes the jobs it chose).
+
+    The claim turns synchronous_commit off for its own transaction; `durable` puts the
+    caller's setting back afterwards, for a claim made inside the caller's transaction.
+    """
+    if not durable:
+        return [Claim(*row) for row in conn.execute(query("claim").sql, params).fetchall()]
+    mode = conn.execute(query("commit_mode").sql).fetchone()[0]
+    rows = conn.execute(query("claim").sql, params).fetchall()
+    conn.execute(query("set_commit_mode").sql, {"mode": mode})
     return [Claim(*row) for row in rows]
 
 
@@ -264,21 +286,24 @@ def cancel(conn: psycopg.Connection, *, tenant_id: int, job_id: int, actor: str,
     """
     params = {"tenant_id": check_int(tenant_id, "tenant_id"), "job_id": check_int(job_id, "job_id"),
               "actor": check_text(actor, "actor"), "reason": check_text(reason, "reason", limit=1000)}
-    return conn.execute(_QUERIES["cancel"].sql, params).fetchone()[0] == 1
+    return conn.execute(query("cancel").sql, params).fetchone()[0] == 1
 
 
-def release(conn: psycopg.Connection, claim: Claim, reason: str) -> bool:
-    """Hand a held job back, for a worker that stops before the job is done; True if it was.
+def release(conn: psycopg.Connection, claim: Claim, reason: str) -> str | None:
+    """Hand a held job back, for a worker that stops before the job is done; the new state.
 
-    The job is pending again at once (no backoff: nothing went wrong with it), and this
-    attempt is closed with outcome 'released' and `reason` as its error. Attempts stay
-    counted (the attempt happened), and max_attempts goes up by one with them, so a
-    hand-back never uses up one of the job's retries. False, writing nothing, when the
+    'pending': the job is claimable again at once (no backoff: nothing went wrong with it).
+    This attempt is closed with outcome 'released' and `reason` as its error; `attempts`
+    keeps counting it (attempt numbers name attempt rows) and `handbacks` goes up by one,
+    so it does not use up one of the job's `max_attempts`. 'failed': this was hand-back
+    number MAX_HANDBACKS, and last_error says so (a handler that outlives every worker's
+    shutdown would otherwise be handed back for ever). None, writing nothing, when the
     lease was already lost. The handler may still be running: it must not publish
     anything after this (its finish would be refused by the lease token anyway).
     """
-    params = _claim_params(conn, claim) | {"reason": check_text(reason, "reason", limit=1000)}
-    return _run_with_claim(conn, "release", claim, params)[0] == 1
+    params = _claim_params(conn, claim) | {"reason": check_text(reason, "reason", limit=1000),
+                                           "max_handbacks": MAX_HANDBACKS}
+    return _run_with_claim(conn, "release", claim, params)[0]
 
 
 def retry(conn: psycopg.Connection, *, tenant_id: int, job_id: int, actor: str, reason: str,
@@ -287,26 +312,29 @@ def retry(conn: psycopg.Connection, *, tenant_id: int, job_id: int, actor: str, 
 
     The job id (business id) stays; attempt numbers continue, and each new attempt gets a
     new lease token. The job gets `attempts` more tries (default: as many as it was
-    submitted with). Returns False, writing nothing, unless the job is this tenant's and failed.
+    submitted with), and its hand-backs count from 0 again. Returns False, writing nothing,
+    unless the job is this tenant's and failed.
     """
-    params = {"tenant_id": check_int(tenant_id, "tenant_id"), "job_id": check_int(job_id, "job_id"),
+    params = {"tenant_ids": [check_int(tenant_id, "tenant_id")],
+              "job_ids": [check_int(job_id, "job_id")], "failed_at": [None],
               "actor": check_text(actor, "actor"), "reason": check_text(reason, "reason", limit=1000),
-              "attempts": None if attempts is None else check_int(attempts, "attempts", minimum=1)}
-    return conn.execute(_QUERIES["retry"].sql, params).fetchone()[0] == 1
+              "attempts": None if attempts is None else check_int(attempts, "attempts", minimum=1),
+              "filter": None}
+    return conn.execute(query("retry").sql, params).fetchone()[0] == [job_id]
 
 
 def status(conn: psycopg.Connection, *, tenant_id: int, job_id: int) -> JobStatus | None:
     """The job as the jobs table says, or None when it is missing OR another tenant's:
     the two cases are indistinguishable on purpose (no existence leak)."""
     params = {"tenant_id": check_int(tenant_id, "tenant_id"), "job_id": check_int(job_id, "job_id")}
-    row = conn.execute(_QUERIES["status"].sql, params).fetchone()
+    row = conn.execute(query("status").sql, params).fetchone()
     return None if row is None else JobStatus(*row)
 
 
 def _rows(conn: psycopg.Connection, name: str, job_id: int | None) -> list[dict]:
     params = {"job_id": None if job_id is None else check_int(job_id, "job_id")}
     with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(_QUERIES[name].sql, params).fetchall()
+        return cur.execute(query(name).sql, params).fetchall()
 
 
 def history(conn: psycopg.Connection, job_id: int | None = None) -> list[dict]:

@@ -17,18 +17,26 @@ from ..errors import InvalidJob, PayloadTooLarge
 
 __all__ = [
     "MAX_ERROR_CHARS",
+    "MAX_HANDBACKS",
     "MAX_LEASE",
     "MAX_PAYLOAD_BYTES",
+    "MAX_RUN_AFTER",
     "check_kinds",
     "check_lease",
+    "check_run_after",
     "check_when",
     "error_text",
+    "payload_json",
     "to_json",
 ]
 
 MAX_PAYLOAD_BYTES = 64 * 1024  # UTF-8 bytes of the compact JSON text; results have the same limit
 MAX_LEASE = 24 * 3600.0  # seconds; a longer task should renew its lease with heartbeat()
 MAX_ERROR_CHARS = 2000  # last_error and attempt errors keep at most this many characters
+MAX_RUN_AFTER = 365 * 24 * 3600.0  # seconds; a job due later than that is a calendar entry
+# A job handed back this many times (jobs.release: its worker stopped first) fails instead:
+# ten shutdowns in a row that it did not outlast say more about the handler than about luck.
+MAX_HANDBACKS = 10
 
 
 def check_lease(value: object) -> float:
@@ -49,6 +57,20 @@ def check_when(value: object, name: str, *, positive: bool) -> tuple[datetime | 
     return None, check_seconds(value, name, allow_zero=not positive)
 
 
+def check_run_after(value: object) -> tuple[datetime | None, float | None]:
+    """When a new job may first run: None (now), seconds from now (0 to MAX_RUN_AFTER), or an
+    aware datetime, split into the submit statement's two parameters.
+
+    A datetime is bounded by that statement against the database clock (cq_now(), which a
+    manual clock may have set far from the wall clock): more than MAX_RUN_AFTER ahead is
+    refused, and a time in the past means now, so no job can jump ahead of jobs already
+    waiting (claims take the earliest run_after first).
+    """
+    if isinstance(value, datetime) or value is None:
+        return check_when(value, "run_after", positive=False)
+    return None, check_seconds(value, "run_after", allow_zero=True, upper=MAX_RUN_AFTER)
+
+
 def to_json(value: object, name: str) -> str:
     """Compact JSON text of `value`; it must survive a round trip unchanged and fit the limit."""
     try:
@@ -65,6 +87,15 @@ def to_json(value: object, name: str) -> str:
             "store large data elsewhere and pass its id"
         )
     return text
+
+
+def payload_json(payload: object) -> str:
+    """A job's payload as its stored JSON text: a dict (a JSON object), within to_json's
+    rules. Anything else is InvalidJob, so the queue, its model and the HTTP service refuse
+    the same payloads with the same message."""
+    if not isinstance(payload, dict):
+        raise InvalidJob(f"payload must be a JSON object (a dict), got {type(payload).__name__}")
+    return to_json(payload, "payload")
 
 
 def check_kinds(kinds: Iterable[str] | None) -> list[str] | None:

@@ -21,7 +21,7 @@ import re
 import time
 from typing import Any
 
-__all__ = ["LOGGER", "formatter", "log_line", "parse"]
+__all__ = ["LOGGER", "formatter", "log_line", "one_line", "parse"]
 
 LOGGER = logging.getLogger("cachequeue.worker")
 
@@ -33,6 +33,13 @@ _LINE = re.compile(r"^(?P<time>\d{4}-\d\d-\d\dT[\d:.]+Z) (?P<worker>\S+) (?P<eve
 def _value(value: Any) -> str:
     text = f"{value:.6g}" if isinstance(value, float) else str(value)
     return text if _PLAIN.match(text) else json.dumps(text, ensure_ascii=False)
+
+
+def one_line(exc: BaseException, limit: int = 160) -> str:
+    """'Type: first line of the message', at most `limit` characters, for one log line."""
+    text = str(exc).strip().splitlines()
+    line = f"{type(exc).__name__}: {text[0] if text else ''}".strip()
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def log_line(worker: str, event: str, **fields: Any) -> str:

@@ -1,13 +1,17 @@
-"""Job notifications: the jobs table's LISTEN/NOTIFY channel, and a thread that listens on it.
+"""Job notifications: the jobs table's LISTEN/NOTIFY channel, watches, and a thread that listens.
 
-Every insert into `jobs` and every change of a job's state or attempts sends a notification
-(see the trigger in `sql/queue.sql`) on the channel `channel(conn)`, with the JSON payload
-`{"job_id", "tenant_id", "kind", "state", "attempts"}`. Notifications are a hint to look
-again, never the record: one sent while a listener was disconnected is gone, so a listener
-re-reads the table whenever it (re)connects. `Listener` does that for a worker: it keeps its
-own connection in LISTEN mode, reconnects with backoff, and calls back on every
-notification and after every (re)connect. `wait_status` is the client side: block until
-one job reaches a state, woken by its notifications instead of polling in a loop.
+The triggers in `sql/queue.sql` notify on the channel `channel(conn)`, with the JSON payload
+`{"job_id", "tenant_id", "kind", "state", "attempts"}`, for every insert and every change
+into pending or cancelled (what wakes workers), and, for a job somebody `watch`ed, for every
+other change of its state or attempts too (claimed, taken over, done, failed: what event
+streams show). Unwatched jobs' claims and finishes notify nobody: PostgreSQL serialises all
+notifying commits on one lock, and a queue that notified on each of them made its workers
+wait for each other. Notifications are a hint to look again, never the record: one sent
+while a listener was disconnected is gone, so a listener re-reads the table whenever it
+(re)connects. `Listener` does that for a worker: it keeps its own connection in LISTEN mode,
+reconnects with backoff, and calls back on every notification and after every (re)connect.
+`wait_status` is the client side: watch one job and block until it reaches a state, woken
+by its notifications instead of polling in a loop.
 """
 
 from __future__ import annotations
@@ -17,21 +21,22 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import psycopg
 from psycopg import sql
 
 from .. import sqlfile
-from ..checks import check_callable, check_seconds, check_text
+from ..checks import check_callable, check_int, check_seconds, check_text
 from ..errors import DatabaseUnavailable
 from . import jobs
+from .logline import one_line
 from .retry import RetryPolicy
 
 __all__ = ["CONNECTION_ERRORS", "FINAL", "JobEvent", "Listener", "channel", "event", "listen",
-           "one_line", "wait_status"]
+           "wait_status", "watch"]
 
-_QUERIES = sqlfile.load(__package__, "workers.sql")
+_QUERIES = sqlfile.load(__package__, "notify.sql")
 
 # What a lost or refused connection raises: a server that stopped or restarted, a network
 # that dropped, a server still starting up. Anything else is a real error.
@@ -42,13 +47,20 @@ FINAL = ("done", "failed", "cancelled")  # the states a job does not leave on it
 
 @dataclass(frozen=True)
 class JobEvent:
-    """One notification's payload: a job of `kind` is now in `state` after `attempts` attempts."""
+    """One notification's payload: a job of `kind` is now in `state` after `attempts` attempts.
+
+    `watch` is True for the notification a `watch()` of a pending job sends: nothing changed,
+    but a claim may have skipped the job while the watch held its row lock."""
 
     job_id: int
     tenant_id: int
     kind: str
     state: str
     attempts: int
+    watch: bool = field(default=False, repr=False)  # about the notification, not the job
+
+
+_EVENT_KEYS = frozenset(JobEvent.__dataclass_fields__)
 
 
 def channel(conn: psycopg.Connection) -> str:
@@ -65,16 +77,26 @@ def listen(conn: psycopg.Connection) -> str:
 
 
 def event(notify: psycopg.Notify) -> JobEvent:
-    """The JobEvent in a notification from the jobs channel."""
-    return JobEvent(**json.loads(notify.payload))
+    """The JobEvent in a notification from the jobs channel (keys added later are ignored)."""
+    payload = json.loads(notify.payload)
+    return JobEvent(**{k: v for k, v in payload.items() if k in _EVENT_KEYS})
+
+
+def watch(conn: psycopg.Connection, *, tenant_id: int, job_id: int) -> bool:
+    """From now on, every change of this tenant's job's state or attempts notifies (claims,
+    takeovers, done, failed; not only the wake-ups). False when there is no such job of
+    this tenant. Read the job AFTER this returns: a change committed before is then in the
+    read, one committed after notifies. One short statement; a watch is never taken back."""
+    params = {"tenant_id": check_int(tenant_id, "tenant_id"), "job_id": check_int(job_id, "job_id")}
+    return conn.execute(_QUERIES["watch"].sql, params).fetchone()[0]
 
 
 def wait_status(conn: psycopg.Connection, *, tenant_id: int, job_id: int,
                 states: Iterable[str] = FINAL, timeout: float = 60.0) -> jobs.JobStatus:
     """Block until this tenant's job is in one of `states`; return its status.
 
-    Reads the status, then waits for the job's notifications (re-reading at least every
-    second), so it reacts at once and never misses a change that happened in between.
+    Watches the job, reads the status, then waits for the job's notifications (re-reading
+    at least every second), so it reacts at once and never misses a change in between.
     TimeoutError after `timeout` seconds, LookupError for a job this tenant cannot see.
     The connection LISTENs meanwhile and stops listening before returning.
     """
@@ -83,6 +105,7 @@ def wait_status(conn: psycopg.Connection, *, tenant_id: int, job_id: int,
     name = listen(conn)
     deadline = time.monotonic() + timeout
     try:
+        watch(conn, tenant_id=tenant_id, job_id=job_id)  # a missing job: found by status below
         while True:
             status = jobs.status(conn, tenant_id=tenant_id, job_id=job_id)
             if status is None:
@@ -155,10 +178,4 @@ class Listener:
                 self._log("listen-lost", retry_in=round(delay, 3), error=one_line(exc))
                 self._stopped.wait(delay)
 
-
-def one_line(exc: BaseException, limit: int = 160) -> str:
-    """'Type: first line of the message', at most `limit` characters, for one log line."""
-    text = str(exc).strip().splitlines()
-    line = f"{type(exc).__name__}: {text[0] if text else ''}".strip()
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 

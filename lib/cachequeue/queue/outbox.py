@@ -3,12 +3,16 @@
 Publishing to a broker inside the business transaction cannot be atomic (the broker may
 accept and the commit fail, or the reverse). So the event is a row of `outbox`, written by
 `add()` in the same transaction as the change it announces: both commit or neither does.
-A relay (`relay_once`) later reads unpublished events, publishes each, and marks them.
+A relay (`relay_once`) later claims unpublished events, publishes each, and marks them,
+in the order the queue follows for jobs: claim (a short transaction that gives the events
+to this relay for a lease), commit, publish with no transaction open, mark. A slow broker
+then holds no lock, no snapshot and no connection slot in a transaction.
 
-The relay can die between publishing and marking: the event is then published again by the
-next pass. Delivery is at least once, never lost, so the consumer drops duplicates by event
-id: `accept(conn, event)` inserts the id into its `inbox` and says whether it is new; run it
-in the transaction of the consumer's own change, so the change and the id commit together.
+The relay can die between publishing and marking: once its lease has expired the events
+are published again by the next pass. Delivery is at least once, never lost, so the
+consumer drops duplicates by event id: `accept(conn, event)` inserts the id into its
+`inbox` and says whether it is new; run it in the transaction of the consumer's own change,
+so the change and the id commit together.
 
     with conn.transaction():
         ...the business change...
@@ -30,7 +34,7 @@ from psycopg.pq import TransactionStatus
 
 from .. import sqlfile
 from ..checks import check_callable, check_int, check_text
-from .limits import to_json
+from .limits import check_lease, to_json
 
 __all__ = ["Event", "accept", "add", "counts", "install", "relay_once"]
 
@@ -67,20 +71,33 @@ def add(conn: psycopg.Connection, topic: str, payload: dict[str, Any]) -> uuid.U
 
 
 def relay_once(conn: psycopg.Connection, publish: Callable[[Event], None], *,
-               limit: int = 100) -> int:
-    """Publish up to `limit` unpublished events in order, then mark them; returns how many.
+               limit: int = 100, lease: float = 30.0) -> int:
+    """Claim up to `limit` unpublished events, publish them in order, mark them; how many.
 
-    One transaction: the events stay locked (another relay skips them) until they are
-    marked. If `publish` raises, or the process dies, nothing is marked and the transaction
-    rolls back: the next pass publishes those events again (at least once).
+    The claim is one statement (committed at once) that gives the events to this relay for
+    `lease` seconds of the database clock: another relay skips them meanwhile. `publish`
+    runs with no transaction open on `conn`, which must be an autocommit connection outside
+    any transaction (RuntimeError otherwise, before anything is claimed). Then one more
+    statement marks them published. If the process dies before marking, the next pass
+    after the lease publishes them again (at least once). If `publish` raises, the events
+    it published are marked, the others given back at once, and the error propagates.
     """
     check_callable(publish, "publish")
-    params = {"limit": check_int(limit, "limit", minimum=1)}
-    with conn.transaction():
-        events = [Event(*row) for row in conn.execute(_QUERIES["pending"].sql, params)]
+    params = {"limit": check_int(limit, "limit", minimum=1), "lease": check_lease(lease)}
+    if not conn.autocommit or conn.info.transaction_status != TransactionStatus.IDLE:
+        raise RuntimeError("relay_once() publishes between short transactions of its own: "
+                           "give it an autocommit connection with no transaction open")
+    events = [Event(*row) for row in conn.execute(_QUERIES["claim"].sql, params)]
+    published: list[int] = []
+    try:
         for event in events:
             publish(event)
-        conn.execute(_QUERIES["mark"].sql, {"ids": [e.id for e in events]})
+            published.append(event.id)
+    finally:
+        if published:
+            conn.execute(_QUERIES["mark"].sql, {"ids": published})
+        if len(published) < len(events):  # publish raised: the rest may go out at once
+            conn.execute(_QUERIES["unclaim"].sql, {"ids": [e.id for e in events[len(published):]]})
     return len(events)
 
 

@@ -35,12 +35,8 @@ def install(conn: psycopg.Connection) -> None:
 def set_limit(conn: psycopg.Connection, kind: str, *, per_second: float, burst: float = 1.0) -> None:
     """Allow `per_second` jobs of `kind` per second, with up to `burst` at once. Replaces
     any bucket the kind had; the new one starts full at cq_now()."""
-    per_second = check_finite(per_second, "per_second")
-    burst = check_finite(burst, "burst")
-    if per_second <= 0:
-        raise ValueError(f"per_second must be > 0, got {per_second!r}")
-    if burst < 1:
-        raise ValueError(f"burst must be >= 1, got {burst!r}")
+    per_second = check_finite(per_second, "per_second", above=0)
+    burst = check_finite(burst, "burst", minimum=1)
     conn.execute(_QUERIES["set_limit"].sql,
                  {"kind": check_text(kind, "kind"), "per_second": per_second, "burst": burst})
 

@@ -1,10 +1,14 @@
 """The HTTP service for the job queue (FastAPI on uvicorn): production-shaped.
 
 - `app`: `create_app(schema, authenticator, ...)` and the seams an application plugs into
-  (its authenticator, routers, `can_read`, a static page); `begin_shutdown(app)`.
+  (its authenticator, routers, `check_submit`, `can_read`, a static page);
+  `operator_app(app)`, the operator listener's app (/metrics); `begin_shutdown(app)`.
 - `routers`: one per resource: `jobs` (POST /v1/jobs -> 202 with Location and Retry-After;
-  GET /v1/jobs/{id}; GET /v1/jobs/{id}/events, server-sent events) and `health`
-  (/healthz without the database, /readyz with it).
+  GET /v1/jobs/{id}; GET /v1/jobs/{id}/events, server-sent events), `health`
+  (/healthz without the database, /readyz with it), `metrics` (operator listener) and
+  `page` (an app's files).
+- `edge`: what every request meets (the body cap, OPTIONS, request counts); `docs`: the
+  OpenAPI description of bodies and errors; `exporter`: the Prometheus text.
 - `auth`: bearer tokens (`Principal`, `TokenTable`, constant-time comparison).
 - `requests`: checks of bodies and headers; `operations`: submit, access, status,
   readiness as functions of a connection; `responses`: the 202 and status shapes;
@@ -17,8 +21,21 @@ This part imports the ground floor and `cachequeue.queue`; never `cachequeue.cou
 command `cachequeue serve` (in `cachequeue.cli`) runs an app built on it.
 """
 
-from . import app, auth, events, hub, operations, problems, requests, responses, runtime
-from .app import begin_shutdown, create_app
+from . import (
+    app,
+    auth,
+    docs,
+    edge,
+    events,
+    exporter,
+    hub,
+    operations,
+    problems,
+    requests,
+    responses,
+    runtime,
+)
+from .app import begin_shutdown, create_app, operator_app
 from .auth import Principal, TokenTable
 from .problems import Problem
 from .runtime import Service
@@ -32,9 +49,13 @@ __all__ = [
     "auth",
     "begin_shutdown",
     "create_app",
+    "docs",
+    "edge",
     "events",
+    "exporter",
     "hub",
     "operations",
+    "operator_app",
     "problems",
     "requests",
     "responses",

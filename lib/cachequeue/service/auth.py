@@ -2,8 +2,16 @@
 
 Every route under /v1 depends on `authenticated`: it reads `Authorization: Bearer <token>`
 and asks the app's authenticator (any callable `token -> Principal | None`) who that is.
-No header, another scheme, or an unknown token is a 401 with `WWW-Authenticate` (RFC 6750);
-the token itself never appears in an answer or a log line.
+The answers follow RFC 6750 §3.1, each with a `WWW-Authenticate` challenge:
+
+    no Authorization header, or another scheme (Basic ...)   401, `Bearer realm="cachequeue"`
+        (no error code: the client may not know that it must authenticate, or how)
+    a Bearer credential that breaks the syntax: no token,    400, `..., error="invalid_request"`
+        two, or characters outside b64token (§2.1)
+    a well-formed token that is unknown (or too long to be   401, `..., error="invalid_token"`
+        one of ours)
+
+The token itself never appears in an answer or a log line.
 
 `TokenTable` is the authenticator for a fixed set of tokens. It keeps only their SHA-256
 digests and compares the caller's digest with every one of them using
@@ -15,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated
@@ -29,6 +38,8 @@ __all__ = ["MAX_TOKEN_CHARS", "Authenticator", "Caller", "Principal", "TokenTabl
 
 MAX_TOKEN_CHARS = 200
 _REALM = 'Bearer realm="cachequeue"'
+# RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
+_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -61,8 +72,9 @@ class TokenTable:
         seen: set[bytes] = set()
         for token, principal in tokens.items():
             check_text(token, "each token", limit=MAX_TOKEN_CHARS)
-            if token != token.strip() or " " in token:
-                raise ValueError("a token must not contain spaces")
+            if not _B64TOKEN.fullmatch(token):  # a client could never send it (RFC 6750)
+                raise ValueError("a token is letters, digits and -._~+/ (then any '='), "
+                                 "no spaces")
             check_instance(principal, "each principal", Principal)
             digest = _digest(token)
             if digest in seen:
@@ -86,26 +98,36 @@ class TokenTable:
 
 
 def bearer_token(header: str | None) -> str:
-    """The token in an Authorization header value, or a 401 Problem saying what is wrong."""
-    if header is None or not header.strip():
+    """The token in an Authorization header value, or the Problem RFC 6750 §3.1 asks for
+    (see the module docstring): 401 for no credentials or another scheme, 400
+    `malformed_token` for a Bearer credential that breaks the syntax."""
+    text = "" if header is None else header.strip()
+    scheme, _, token = text.partition(" ")
+    if scheme.lower() != "bearer":
         raise Problem(401, "missing_token", "send the header 'Authorization: Bearer <token>'",
                       {"WWW-Authenticate": _REALM})
-    scheme, _, token = header.strip().partition(" ")
     token = token.strip()
-    if scheme.lower() != "bearer" or not token or len(token) > MAX_TOKEN_CHARS or " " in token:
-        raise Problem(401, "malformed_token",
-                      "the Authorization header must be 'Bearer <token>' (one token, no spaces)",
+    if not _B64TOKEN.fullmatch(token):
+        raise Problem(400, "malformed_token",
+                      "the Authorization header must be 'Bearer <token>': one token of "
+                      "letters, digits and -._~+/",
                       {"WWW-Authenticate": f'{_REALM}, error="invalid_request"'})
+    if len(token) > MAX_TOKEN_CHARS:  # well-formed, but longer than any token we issue
+        raise _invalid_token()
     return token
 
 
+def _invalid_token() -> Problem:
+    return Problem(401, "invalid_token", "the token is not valid",
+                   {"WWW-Authenticate": f'{_REALM}, error="invalid_token"'})
+
+
 async def authenticated(request: Request) -> Principal:
-    """FastAPI dependency: the caller's Principal, or a 401."""
+    """FastAPI dependency: the caller's Principal, or the 401/400 Problem of bearer_token."""
     token = bearer_token(request.headers.get("authorization"))
     principal = request.app.state.service.authenticator(token)
     if principal is None:
-        raise Problem(401, "invalid_token", "the token is not valid",
-                      {"WWW-Authenticate": f'{_REALM}, error="invalid_token"'})
+        raise _invalid_token()
     return principal
 
 

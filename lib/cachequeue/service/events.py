@@ -31,15 +31,8 @@ from ..checks import check_int
 __all__ = ["FINAL_STATES", "Event", "History", "history", "query"]
 
 FINAL_STATES = frozenset({"done", "failed", "cancelled"})
-_QUERIES = sqlfile.load(__package__, "service.sql")
-
-
-def query(name: str) -> sqlfile.Query:
-    """A statement of the service's `sql/service.sql` (e.g. "events"), to read or print."""
-    try:
-        return _QUERIES[name]
-    except KeyError:
-        raise KeyError(f"no query {name!r} in service.sql; it has {sorted(_QUERIES)}") from None
+query = sqlfile.load(__package__, "service.sql")
+"""The named statements of `sql/service.sql`: `query("name").sql` to read, print or EXPLAIN."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +75,6 @@ def history(conn: psycopg.Connection, *, tenant_id: int, job_id: int,
     """Events of this tenant's job numbered above `after`, in order, in one statement."""
     params = {"tenant_id": check_int(tenant_id, "tenant_id"), "job_id": check_int(job_id, "job_id"),
               "after": check_int(after, "after", minimum=0)}
-    rows = conn.execute(_QUERIES["events"].sql, params).fetchall()
+    rows = conn.execute(query("events").sql, params).fetchall()
     state = rows[0][0]
     return History(state, [Event(*row[1:]) for row in rows if row[1] is not None])

@@ -6,6 +6,9 @@ connection) and, for each notification, wakes the streams of that job only; afte
 listener (re)connects it wakes every stream, because notifications sent while it was away
 are lost. A woken stream re-reads the job's history from the tables: the notification is a
 hint, the tables are the record. 200 streams cost one connection and no queries while idle.
+A job notifies its claims and its finish only once it is watched (`queue.notify.watch`),
+so a stream watches its job before its first read; the notification that a watch itself
+sends (`JobEvent.watch`) reports no change and wakes nobody.
 
 Everything but `close()` is called on the event loop. The listener's callback runs in its
 own thread and only schedules work on the loop (`call_soon_threadsafe`).
@@ -122,6 +125,8 @@ class Hub:
         self._log(event, **fields)
 
     def _dispatch(self, event: JobEvent | None) -> None:
+        if event is not None and event.watch:  # a stream began to watch: nothing changed
+            return
         self.version += 1
         if event is None:  # (re)connected: anything may have changed meanwhile
             self.listening = True

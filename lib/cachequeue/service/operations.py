@@ -6,15 +6,26 @@ function takes an autocommit connection to the service's schema and raises `Prob
 answer other than success. Errors of the queue (unknown kind, payload too large) become
 4xx answers; nothing is written when they happen.
 
-Access has two layers. The queue's own: a job belongs to a tenant, and a job of another
-tenant is reported exactly like a job that does not exist (404: no existence leak). The
-app's own, optional: `can_read(principal, kind, payload)` may refuse more (the course's app
-refuses a summary of a document the user may not read), also as a 404.
+Access has two layers, at submit and at every read. The queue's own: a job belongs to a
+tenant, and a job of another tenant is reported exactly like a job that does not exist
+(404: no existence leak). The app's own, optional: `check_submit(principal, kind, payload)`
+refuses a job the caller may not ask for, by raising a Problem (the course's app answers a
+summary of another tenant's document with the same 404 as a missing document, before
+anything is written), and `can_read(principal, kind, payload)` may refuse more when a job
+is read (a summary of a document the user may not read), also as a 404.
+
+Readiness (`check_ready`) proves, without writing anything (no row lock, no transaction id,
+no WAL): a pooled connection within ready_timeout; the queue's claim index can be read in
+this schema without waiting past that timeout (a migration holding the jobs table is "not
+ready"); no lock is granted on the table that would make claims or submits wait (SHARE or
+stronger: CREATE INDEX, LOCK TABLE); and the server takes writes (a primary, not read-only),
+so the claims and commits the probe does not make would succeed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -24,16 +35,24 @@ from ..errors import InvalidJob, PayloadTooLarge, UnknownKind
 from ..queue import jobs
 from .auth import Principal
 from .problems import Problem
-from .requests import JobRequest
+from .requests import HTTP_KEY_PREFIX, JobRequest, excerpt
 
-__all__ = ["HTTP_KEY_PREFIX", "CanRead", "check_ready", "job_status", "readable", "submit_job",
-           "submit_or_problem"]
+__all__ = ["HTTP_KEY_PREFIX", "CanRead", "CheckSubmit", "NotReady", "check_ready", "job_status",
+           "readable", "submit_job", "submit_or_problem"]
 
 CanRead = Callable[[Principal, str, dict], bool]
-# Keys from the Idempotency-Key header live in their own namespace, so a client cannot
-# collide with the business keys an app uses (e.g. "summary:1:42:v3:brief-zh").
-HTTP_KEY_PREFIX = "http:"
+# (principal, kind, payload) -> None; raises a Problem to refuse the job before it is written.
+CheckSubmit = Callable[[Principal, str, dict], None]
+# Keys from the Idempotency-Key header live in their own namespace (HTTP_KEY_PREFIX), so a
+# client cannot collide with the business keys an app uses (e.g. "summary:1:42:v3:brief-zh").
 _QUERIES = sqlfile.load(__package__, "service.sql")
+# How far apart the run_after of a repeated request and of the job it found may be and still
+# be "the same request": the two clock readings of one insert differ by microseconds.
+_SAME_TIME = timedelta(seconds=1)
+
+
+class NotReady(Exception):
+    """The database answers, but claims would not succeed now (the message says why)."""
 
 
 def _not_found(job_id: int) -> Problem:
@@ -54,27 +73,57 @@ def submit_or_problem(conn: psycopg.Connection, principal: Principal, kind: str,
         raise Problem(422, "invalid_job", str(exc)) from None
 
 
+def _refuse_unserved(kind: str, worker_kinds: Collection[str] | None) -> None:
+    if worker_kinds is not None and kind not in worker_kinds:
+        raise Problem(422, "no_worker_for_kind",
+                      f"no worker of this service runs kind {excerpt(kind)} (they run "
+                      f"{', '.join(sorted(worker_kinds))}); such a job would wait forever")
+
+
+def _same_request(row: tuple, request: JobRequest) -> bool:
+    """Whether a repeated request asks for the job it found: kind, payload, max_attempts,
+    and run_after as it was asked for (seconds after the job was created, or a time, which
+    a time in the past made the creation time)."""
+    kind, payload, _state, max_attempts, run_after, created_at = row
+    if (kind, payload, max_attempts) != (request.kind, request.payload, request.max_attempts):
+        return False
+    if isinstance(request.run_after, datetime):
+        expected = max(request.run_after, created_at)
+    else:
+        expected = created_at + timedelta(seconds=request.run_after or 0)
+    return abs(run_after - expected) <= _SAME_TIME
+
+
 def submit_job(conn: psycopg.Connection, principal: Principal, request: JobRequest,
-               key: str | None = None) -> tuple[int, str]:
+               key: str | None = None, *, check_submit: CheckSubmit | None = None,
+               worker_kinds: Collection[str] | None = None) -> tuple[int, str]:
     """Persist the job (committed when this returns); return its id and state.
 
-    With an Idempotency-Key, a repeat returns the first job's id and its state now; the same
-    key with a different kind or payload is a 422 (draft-ietf-httpapi-idempotency-key-header),
-    since the client would otherwise believe its second request was taken.
+    First the app's `check_submit` (which raises a Problem to refuse) and the kinds the
+    service's workers run; nothing is written when either refuses. With an
+    Idempotency-Key, a repeat returns the first job's id and its state now; the same key
+    with a different kind, payload, max_attempts or run_after is a 422
+    (draft-ietf-httpapi-idempotency-key-header: "reuse of an idempotency key with a
+    different request payload"), since the client would otherwise believe its second
+    request was taken. (409 is the draft's answer for a key whose first request is still
+    in progress; a submit is one statement, so that cannot happen here.)
     """
+    if check_submit is not None:
+        check_submit(principal, request.kind, request.payload)
+    _refuse_unserved(request.kind, worker_kinds)
     stored_key = None if key is None else HTTP_KEY_PREFIX + key
     job_id = submit_or_problem(conn, principal, request.kind, request.payload,
                                idempotency_key=stored_key, max_attempts=request.max_attempts,
                                run_after=request.run_after)
     if key is None:
         return job_id, "pending"
-    kind, payload, state = conn.execute(_QUERIES["job_request"].sql, {
+    row = conn.execute(_QUERIES["job_fields"].sql, {
         "job_id": job_id, "tenant_id": principal.tenant_id}).fetchone()
-    if (kind, payload) != (request.kind, request.payload):
+    if not _same_request(row, request):
         raise Problem(422, "idempotency_key_reused",
-                      f"Idempotency-Key {key!r} was used for job {job_id} with another "
-                      "kind or payload; use a new key for a new job")
-    return job_id, state
+                      f"Idempotency-Key {excerpt(key)} was used for job {job_id} with another "
+                      "kind, payload, max_attempts or run_after; use a new key for a new job")
+    return job_id, row[2]
 
 
 def readable(conn: psycopg.Connection, principal: Principal, job_id: int,
@@ -98,9 +147,14 @@ def job_status(conn: psycopg.Connection, principal: Principal, job_id: int,
 
 
 def check_ready(conn: psycopg.Connection, timeout: float) -> int:
-    """The readiness probe: in one transaction with a statement (and lock) timeout, run the
-    claim's first step read-only, then commit. Returns the number of runnable jobs it saw
-    (0 or 1); raises what the database raised when it cannot."""
+    """The readiness probe (see the module docstring), in one read-only transaction with a
+    statement and lock timeout. Returns the number of runnable jobs it saw (0 or 1); raises
+    NotReady, or what the database raised, when claims would not succeed now."""
     with conn.transaction():
         conn.execute(_QUERIES["ready_timeout"].sql, {"ms": str(max(1, int(timeout * 1000)))})
-        return conn.execute(_QUERIES["ready"].sql).fetchone()[0]
+        runnable, read_only, locked = conn.execute(_QUERIES["ready"].sql).fetchone()
+    if read_only:
+        raise NotReady("the server does not take writes (a standby, or read-only)")
+    if locked is not None:
+        raise NotReady(f"the jobs table is locked in {locked} by another session")
+    return runnable

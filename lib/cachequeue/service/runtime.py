@@ -1,16 +1,26 @@
-"""The `Service`: what every route of one app shares (settings, connection pool, hub).
+"""The `Service`: what every route of one app shares (settings, connection pool, hub, counts).
 
 Connections come from a `psycopg_pool.ConnectionPool`: autocommit, search_path = the
 service's schema, each one checked before use, so a database restart costs one failed
 check, not a failed request. Blocking database calls run in worker threads
 (`Service.call`); the event loop only waits. The hub (`hub.Hub`) holds the process's one
 LISTEN connection. `create_app` makes one Service and keeps it in `app.state.service`.
+
+Under overload the service sheds instead of queueing. At most `max_in_flight` database
+calls (default 4 x pool_size) are under way at once, each in a thread of the service's own
+limiter; the next one is answered at once with 503, code `overloaded`, and Retry-After,
+without a thread, a pool wait or a query. So a request waits for a connection only behind
+at most max_in_flight - pool_size others, a short and bounded time, instead of joining a
+queue that grows until the pool's timeout (5 s) turns every answer into an error: under a
+burst of 300 requests, some are answered "come back in a second" within milliseconds and
+the rest are served at the speed of the pool. A pool that still times out (the database is
+down or hung) is 503 `database_unavailable`, as before.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Annotated, Any, TypeVar
 
 import anyio
@@ -19,12 +29,13 @@ from fastapi import Depends, Request
 from psycopg_pool import ConnectionPool
 
 from .. import db
-from ..checks import check_callable, check_int, check_seconds
-from ..queue.logline import log_line
-from ..queue.notify import one_line
+from ..checks import check_bool, check_callable, check_int, check_seconds, check_text
+from ..queue.logline import log_line, one_line
 from .auth import Authenticator
+from .exporter import TOP_TENANTS, ProcessMetrics
 from .hub import Hub
-from .operations import CanRead, check_ready
+from .operations import CanRead, CheckSubmit, NotReady, check_ready
+from .problems import Problem
 
 __all__ = ["LOGGER", "Service", "ServiceDep", "service_of"]
 
@@ -33,24 +44,67 @@ T = TypeVar("T")
 
 
 class Service:
-    """What the routes share: settings, the pool, the hub. One per app (`app.state.service`)."""
+    """What the routes share: settings, the pool, the hub. One per app (`app.state.service`).
+
+    Settings: pool_size, pool_timeout (how long a call waits for a connection), ready_timeout,
+    retry_after (seconds, in 202s and 503s), max_in_flight (database calls under way before
+    the next is shed; default 4 x pool_size), queue_metrics (serve the queue's database-wide
+    series on the operator listener: one process of a deployment), counter_tenants (tenant
+    ids that keep their own label in the queue's counters; at most exporter.TOP_TENANTS,
+    fixed for the process's life), worker_kinds (the kinds
+    the workers that serve this queue run, when the service knows them: a job of another
+    kind would wait forever, so submit refuses it; None: not known, every kind the queue
+    knows is accepted).
+    """
 
     def __init__(self, schema: str, authenticator: Authenticator, *, url: str | None = None,
-                 can_read: CanRead | None = None, pool_size: int = 8,
-                 pool_timeout: float = 5.0, ready_timeout: float = 2.0,
-                 retry_after: int = 1) -> None:
+                 can_read: CanRead | None = None, check_submit: CheckSubmit | None = None,
+                 pool_size: int = 8, pool_timeout: float = 5.0, ready_timeout: float = 2.0,
+                 retry_after: int = 1, max_in_flight: int | None = None,
+                 queue_metrics: bool = False, counter_tenants: Collection[int] = (),
+                 worker_kinds: Collection[str] | None = None) -> None:
         self.schema = db.schema_name(schema)
         self.authenticator = check_callable(authenticator, "authenticator",
                                             "a callable token -> Principal | None")
         self.can_read = None if can_read is None else check_callable(can_read, "can_read")
+        self.check_submit = (None if check_submit is None
+                             else check_callable(check_submit, "check_submit"))
         self.ready_timeout = check_seconds(ready_timeout, "ready_timeout", upper=60.0)
         self.retry_after = check_int(retry_after, "retry_after", minimum=1, maximum=3600)
         self._pool_size = check_int(pool_size, "pool_size", minimum=1, maximum=100)
         # How long a request waits for a connection before it is answered 503.
         self._pool_timeout = check_seconds(pool_timeout, "pool_timeout", upper=300.0)
+        self.max_in_flight = check_int(4 * self._pool_size if max_in_flight is None
+                                       else max_in_flight, "max_in_flight", minimum=1,
+                                       maximum=1000)
+        self.queue_metrics = False
+        if isinstance(counter_tenants, str | bytes) or len(counter_tenants) > TOP_TENANTS:
+            raise ValueError(f"counter_tenants must be at most {TOP_TENANTS} tenant ids")
+        self.counter_tenants = tuple(check_int(t, "each counter tenant", minimum=1)
+                                     for t in counter_tenants)
+        self.worker_kinds: frozenset[str] | None = None
+        self.configure(queue_metrics=queue_metrics, worker_kinds=worker_kinds)
+        self.in_flight = 0
+        self._limiter: anyio.CapacityLimiter | None = None
         self._url = url
         self.pool: ConnectionPool | None = None
         self.hub = Hub(lambda: db.connect(schema, url=url), log=self.log)
+        self.metrics = ProcessMetrics()
+        self.metrics.gauge("cq_http_streams", "Event streams open.", lambda: self.hub.streams)
+        self.metrics.gauge("cq_http_in_flight", "Database calls under way.",
+                           lambda: self.in_flight)
+
+    def configure(self, *, queue_metrics: bool | None = None,
+                  worker_kinds: Collection[str] | None = None) -> None:
+        """Set what the process around the app knows (`cachequeue serve` calls this after
+        the app's factory): whether it exports the queue's series, and the kinds its
+        workers run. None leaves a setting as it is."""
+        if queue_metrics is not None:
+            self.queue_metrics = check_bool(queue_metrics, "queue_metrics")
+        if worker_kinds is not None:
+            if isinstance(worker_kinds, str):
+                raise TypeError("worker_kinds must be a collection of kind names, not a str")
+            self.worker_kinds = frozenset(check_text(k, "each worker kind") for k in worker_kinds)
 
     def log(self, event: str, **fields: Any) -> None:
         LOGGER.info(log_line("service", event, **fields))
@@ -65,6 +119,7 @@ class Service:
             kwargs={"autocommit": True, "options": options, "connect_timeout": 10},
             check=ConnectionPool.check_connection)
         self.pool.open(wait=False)
+        self._limiter = anyio.CapacityLimiter(self.max_in_flight)
         self.hub.start()
         self.log("opened", schema=self.schema, pool=self._pool_size)
 
@@ -80,23 +135,34 @@ class Service:
             return fn(conn, *args, **kwargs)
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """`fn(conn, *args, **kwargs)` in a worker thread, with a pooled connection."""
-        return await anyio.to_thread.run_sync(self._run, fn, args, kwargs)
+        """`fn(conn, *args, **kwargs)` in a worker thread, with a pooled connection; a 503
+        `overloaded` Problem at once when max_in_flight calls are under way already."""
+        if self.in_flight >= self.max_in_flight:
+            self.metrics.shed()
+            raise Problem(503, "overloaded",
+                          f"the service is at its limit of {self.max_in_flight} requests "
+                          "in progress; try again shortly", {"Retry-After": str(self.retry_after)})
+        self.in_flight += 1
+        try:
+            return await anyio.to_thread.run_sync(self._run, fn, args, kwargs,
+                                                  limiter=self._limiter)
+        finally:
+            self.in_flight -= 1
 
     def _ready(self) -> int:
         with self.pool.connection(timeout=self.ready_timeout) as conn:
             return check_ready(conn, self.ready_timeout)
 
     async def ready(self) -> str | None:
-        """None when the database answers the claim path and commits within ready_timeout;
-        otherwise the reason, in one line."""
+        """None when claims and commits would succeed now (operations.check_ready says what
+        that proves), answered within ready_timeout; otherwise the reason, in one line."""
         try:
             with anyio.fail_after(self.ready_timeout + 0.5):
                 # abandon_on_cancel: a hung connection must not hold the answer back.
                 await anyio.to_thread.run_sync(self._ready, abandon_on_cancel=True)
         except TimeoutError:
             return f"no answer within {self.ready_timeout:g} s"
-        except psycopg.Error as exc:
+        except (psycopg.Error, NotReady) as exc:
             return one_line(exc)
         return None
 

@@ -12,7 +12,7 @@ import re
 import redis
 
 from .. import embedded_redis
-from ..checks import check_seconds, check_text
+from ..checks import check_instance, check_seconds, check_text
 from ..db import schema_name
 
 __all__ = ["check_namespace", "clear", "connect", "namespace", "server_version"]
@@ -21,7 +21,8 @@ _NAMESPACE = re.compile(r"^cq:[a-z_][a-z0-9_]{0,62}:$")  # no glob characters: s
 
 
 def connect(url: str | None = None, *, timeout: float = 5.0, asynchronous: bool = False):
-    """A redis-py client for `url` (default: REDIS_URL, else the embedded server).
+    """A redis-py client for `url` (default: REDIS_URL, else the embedded server, which
+    this never starts: stopped, it is RedisUnavailable saying to run `make db`).
 
     Replies are decoded to str; every connect and reply is bounded by `timeout` seconds and
     no error is retried behind the caller's back, so a dead or paused server shows up as a
@@ -41,8 +42,9 @@ def namespace(name: str) -> str:
 
 
 def check_namespace(prefix: str) -> str:
-    """`prefix` if it is a namespace made by namespace(), else ValueError."""
-    if not isinstance(prefix, str) or not _NAMESPACE.match(prefix):
+    """`prefix` if it is a namespace made by namespace(): TypeError if it is no str,
+    ValueError if it is another string."""
+    if not _NAMESPACE.match(check_instance(prefix, "namespace", str)):
         raise ValueError(f"namespace must be a prefix made by namespace(), like 'cq:ch09:', "
                          f"got {prefix!r}")
     return prefix

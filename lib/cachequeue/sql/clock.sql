@@ -8,9 +8,14 @@
 --     SET cachequeue.now = '2026-01-01 00:00:30+00';
 -- That setting is a teaching hook: any client may change it for its own session. A
 -- production queue would call clock_timestamp() (or now()) directly.
--- STABLE lets the planner use cq_now() in index conditions. It does not make one statement
--- see one instant: clock_timestamp() moves on, so each queue statement reads cq_now() once
--- in a materialised `clock` CTE and uses that reading everywhere.
+-- Declared STABLE, and that is a deliberate mislabel. STABLE promises the same result for
+-- the same arguments within one statement; clock_timestamp() moves on even within one
+-- statement, so unless the session froze the clock cq_now() breaks that promise (honestly
+-- labelled it would be VOLATILE). What the label buys: the planner puts only STABLE or
+-- IMMUTABLE expressions into index conditions, so `run_after <= cq_now()` can be an index
+-- condition instead of a row-by-row filter (chapter 00 shows both plans). What nothing may
+-- rely on: one statement seeing one instant. So every queue statement that moves a job
+-- reads cq_now() once, in a materialised `clock` CTE, and uses that reading everywhere.
 CREATE FUNCTION cq_now() RETURNS timestamptz
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT coalesce(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from servicekit import Live, serve, stop
 
-from cachequeue.course import webapp
+from cachequeue.course.app import webapp
 
 
 @pytest.fixture
@@ -17,9 +17,9 @@ def make_live(schema):
 
     def start(**settings) -> Live:
         app = webapp.create_app(schema, **settings)
-        server, thread, url = serve(app)
+        server, thread, url, metrics_url = serve(app, operator=True)
         started.append((app, server, thread))
-        return Live(app, server, url)
+        return Live(app, server, url, metrics_url)
 
     yield start
     for app, server, thread in started:

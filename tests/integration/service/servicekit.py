@@ -2,7 +2,9 @@
 
 `live` serves the course's app (`course.webapp.create_app`) on the test's own schema; the
 test talks HTTP to `live.url` with httpx and can still look inside (`live.service`: the
-pool, the hub). Streams are tested on this socket: httpx's in-process ASGI transport
+pool, the hub). The operator listener (`service.operator_app`, /metrics) is served on a
+second socket of the same server, `live.metrics_url`, as `cachequeue serve
+--metrics-port` does. Streams are tested on this socket: httpx's in-process ASGI transport
 buffers a response until it ends, which an event stream never does.
 """
 
@@ -15,9 +17,9 @@ from dataclasses import dataclass
 import httpx
 import uvicorn
 
-from cachequeue.cli.serving import listen_socket
-from cachequeue.course import webapp
-from cachequeue.service import begin_shutdown
+from cachequeue.cli.serving import Listeners, listen_socket
+from cachequeue.course.app import webapp
+from cachequeue.service import begin_shutdown, operator_app
 
 USERS = {u["id"]: u for u in webapp.sample_users()}
 
@@ -43,6 +45,7 @@ class Live:
     app: object
     server: uvicorn.Server
     url: str
+    metrics_url: str = ""
 
     @property
     def service(self):
@@ -51,17 +54,28 @@ class Live:
     def client(self, **kw) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=10, **kw)
 
+    def operator(self, **kw) -> httpx.Client:
+        """A client of the operator listener (/metrics)."""
+        return httpx.Client(base_url=self.metrics_url, timeout=10, **kw)
 
-def serve(app) -> tuple[uvicorn.Server, threading.Thread, str]:
-    sock = listen_socket("127.0.0.1", 0)
+
+def serve(app, *, operator: bool = False):
+    """Serve `app` in a thread; (server, thread, url), plus the operator listener's url
+    when `operator` (then the server has two sockets, as `cachequeue serve --metrics-port`)."""
+    socks = [listen_socket("127.0.0.1", 0)]
+    served = app
+    if operator:
+        socks.append(listen_socket("127.0.0.1", 0))
+        served = Listeners(app, operator_app(app), socks[1].getsockname()[1])
     # log_config=None: uvicorn's loggers propagate to the root logger, where caplog sees them.
-    server = uvicorn.Server(uvicorn.Config(app, log_config=None, log_level="debug",
+    server = uvicorn.Server(uvicorn.Config(served, log_config=None, log_level="debug",
                                            timeout_graceful_shutdown=5))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": socks}, daemon=True)
     thread.start()
     wait_until(lambda: server.started or not thread.is_alive(), 30, "uvicorn startup")
     assert server.started, "uvicorn did not start"
-    return server, thread, f"http://127.0.0.1:{sock.getsockname()[1]}"
+    urls = [f"http://127.0.0.1:{sock.getsockname()[1]}" for sock in socks]
+    return (server, thread, *urls)
 
 
 def stop(app, server, thread) -> None:

@@ -9,7 +9,7 @@ import pytest
 from servicekit import auth, serve, stop, wait_until
 
 from cachequeue import db, embedded
-from cachequeue.course import webapp
+from cachequeue.course.app import webapp
 
 
 def test_both_answer_200_when_all_is_well(live):
@@ -36,13 +36,13 @@ def test_a_locked_jobs_table_makes_readiness_fail_within_its_timeout(make_live, 
 
 @pytest.fixture(scope="module")
 def server():
-    with embedded.Throwaway() as s:
+    with embedded.Server.private() as s:
         yield s
 
 
 def test_stopping_the_database_fails_readiness_not_liveness(server):
     app = webapp.create_app("svc_health", url=server.url, ready_timeout=1.0, pool_timeout=1.0)
-    uv, thread, url = serve(app)
+    uv, thread, url = serve(app)[:3]
     try:
         with httpx.Client(base_url=url, timeout=30) as http:
             assert http.get("/readyz").status_code == 200
@@ -59,3 +59,34 @@ def test_stopping_the_database_fails_readiness_not_liveness(server):
     assert refused.status_code == 503 and refused.json()["code"] == "database_unavailable"
     assert refused.headers["retry-after"] == "5"
     assert accepted.status_code == 202
+
+
+def test_a_readiness_probe_writes_nothing(conn):
+    from cachequeue.queue import jobs
+    from cachequeue.service.operations import check_ready
+
+    jobs.submit(conn, tenant_id=1, kind="noop", payload={})
+    with conn.transaction():
+        assert check_ready(conn, 1.0) == 1  # it saw the runnable job
+        xid = conn.execute("SELECT pg_current_xact_id_if_assigned()").fetchone()[0]
+    assert xid is None, "the probe took a transaction id: it locked or wrote something"
+
+
+def test_a_lock_that_stops_claims_makes_readiness_fail(make_live, schema):
+    live = make_live(ready_timeout=0.5)
+    with db.connect(schema) as blocker, live.client() as http:
+        with blocker.transaction():
+            blocker.execute("LOCK TABLE jobs IN SHARE MODE")  # CREATE INDEX takes this one
+            ready = http.get("/readyz")
+        after = http.get("/readyz")
+    assert ready.status_code == 503 and "ShareLock" in ready.json()["detail"]
+    assert after.status_code == 200
+
+
+def test_a_server_that_takes_no_writes_is_not_ready(schema):
+    from cachequeue.service.operations import NotReady, check_ready
+
+    with db.connect(schema) as standby_like:
+        standby_like.execute("SET default_transaction_read_only = on")
+        with pytest.raises(NotReady, match="does not take writes"):
+            check_ready(standby_like, 1.0)

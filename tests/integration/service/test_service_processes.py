@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 from servicekit import auth, wait_until
 
-from cachequeue.course.stack import HANDLERS, Stack
+from cachequeue.course.procs.stack import SUMMARY_HANDLERS_SPEC, Stack
 from cachequeue.queue import jobs
 from cachequeue.queue.logline import parse
 
@@ -61,7 +61,7 @@ def session_members(sid: int) -> list[int]:
 def test_ctrl_c_stops_make_serve_and_every_child_exits(schema, conn):
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
     make = subprocess.Popen(["make", "--no-print-directory", "serve", "SERVE_PORT=0",
-                             f"SERVE_SCHEMA={schema}"], cwd=ROOT, env=env, text=True,
+                             "SERVE_METRICS_PORT=0", f"SERVE_SCHEMA={schema}"], cwd=ROOT, env=env, text=True,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
     out = Output(make)
@@ -70,9 +70,12 @@ def test_ctrl_c_stops_make_serve_and_every_child_exits(schema, conn):
         out.wait_for("ready", count=2)  # both workers connected and listening
         assert len(session_members(make.pid)) >= 4  # make, the service, two workers
         with httpx.Client(base_url=listening["url"], timeout=10) as http:
+            assert http.get("/demo/users").status_code == 200, "make serve is in demo mode"
             job_id = http.post("/v1/documents/44/summaries", headers=auth(12)).json()["id"]
             out.wait_for("finished")
             assert http.get(f"/v1/jobs/{job_id}", headers=auth(12)).json()["state"] == "done"
+        with httpx.Client(base_url=listening["metrics_url"], timeout=10) as ops:
+            assert "cq_attempts_ended_total" in ops.get("/metrics").text
         os.killpg(make.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
         make.wait(60)
         wait_until(lambda: session_members(make.pid) == [], 30, "every child exited")
@@ -88,7 +91,7 @@ def test_ctrl_c_stops_make_serve_and_every_child_exits(schema, conn):
 def test_a_second_signal_makes_the_workers_hand_back_at_once(schema, conn):
     stack = Stack(schema)
     try:
-        api = stack.start_api(workers=1, handlers=HANDLERS, shutdown_timeout=300)
+        api = stack.start_api(workers=1, handlers=SUMMARY_HANDLERS_SPEC, shutdown_timeout=300)
         with httpx.Client(base_url=api.url, timeout=10) as http:
             job_id = http.post("/v1/jobs", json={"kind": "pause", "payload": {"seconds": 600}},
                                headers=auth(11)).json()["id"]
@@ -111,8 +114,45 @@ def test_a_second_signal_makes_the_workers_hand_back_at_once(schema, conn):
 def test_an_unreachable_database_is_one_error_line_and_exit_1(schema):
     env = dict(os.environ, DATABASE_URL="postgresql://postgres@127.0.0.1:1/nowhere")
     done = subprocess.run([sys.executable, "-m", "cachequeue", "serve", "--schema", schema,
-                           "--app", "cachequeue.course.webapp:create_app", "--port", "0"],
+                           "--app", "cachequeue.course.app.webapp:create_app", "--port", "0"],
                           env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     [line] = [e for e in map(parse, done.stderr.splitlines()) if e]
     assert line["event"] == "error" and "cannot connect to PostgreSQL" in line["error"]
+
+
+def test_a_worker_that_dies_is_started_again(schema, conn):
+    stack = Stack(schema)
+    try:
+        api = stack.start_api(workers=1, handlers=SUMMARY_HANDLERS_SPEC, metrics_port=0)
+        first = api.wait_for("worker-started")
+        os.kill(first["pid"], signal.SIGKILL)
+        exited = api.wait_for("worker-exited", timeout=30)
+        second = api.wait_for("worker-started", timeout=30, where=lambda e: e["pid"] != first["pid"])
+        with httpx.Client(base_url=api.url, timeout=10) as http:
+            job_id = http.post("/v1/jobs", json={"kind": "noop"}, headers=auth(11)).json()["id"]
+            unserved = http.post("/v1/jobs", json={"kind": "flaky"}, headers=auth(11))
+        wait_until(lambda: jobs.status(conn, tenant_id=1, job_id=job_id).state == "done", 60,
+                   "the restarted worker ran the job")
+        with httpx.Client(base_url=api.wait_for("listening")["metrics_url"], timeout=10) as ops:
+            text = ops.get("/metrics").text
+    finally:
+        codes = stack.close()
+    assert exited["code"] == -9 and exited["restart_in"] == 1.0
+    assert second["name"] == first["name"]
+    assert (unserved.status_code, unserved.json()["code"]) == (422, "no_worker_for_kind")
+    assert "cq_worker_restarts_total 1.0" in text and "cq_workers_running 1.0" in text
+    assert codes == {"service": 0}
+
+
+def test_demo_needs_a_factory_that_takes_it(schema):
+    done = subprocess.run([sys.executable, "-m", "cachequeue", "serve", "--schema", schema,
+                           "--app", "cachequeue.service:create_app", "--demo", "--port", "0"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "does not take demo=True" in done.stderr
+
+
+def test_restarts_back_off_and_a_stable_run_starts_over():
+    from cachequeue.cli.serving import restart_delay
+
+    assert [restart_delay(n) for n in range(1, 9)] == [1, 2, 4, 8, 16, 30, 30, 30]

@@ -1,6 +1,6 @@
-"""Bearer tokens and tenants over HTTP: 401 without a valid token, 404 (never 403) for another
-tenant's job on status and on events, the app's finer rule for summaries, and no token in
-any log line or answer."""
+"""Bearer tokens and tenants over HTTP: 401 or 400 (as RFC 6750 says) without a valid token,
+404 (never 403) for another tenant's job on status and on events, the app's finer rule for
+summaries, and no token in any log line or answer."""
 
 import logging
 
@@ -9,23 +9,31 @@ from servicekit import USERS, auth
 
 from cachequeue.queue import jobs
 
+REALM = 'Bearer realm="cachequeue"'
 
-@pytest.mark.parametrize("headers, code", [
-    ({}, "missing_token"),
-    ({"Authorization": "Basic dXNlcjpwYXNz"}, "malformed_token"),
-    ({"Authorization": "Bearer"}, "malformed_token"),
-    ({"Authorization": "Bearer two tokens"}, "malformed_token"),
-    ({"Authorization": "Bearer cq11-0000000000000000"}, "invalid_token"),
-    ({"Authorization": "Bearer " + USERS[11]["token"][:-1]}, "invalid_token"),
+
+@pytest.mark.parametrize("headers, status, code, challenge", [
+    ({}, 401, "missing_token", REALM),
+    ({"Authorization": "Basic dXNlcjpwYXNz"}, 401, "missing_token", REALM),
+    ({"Authorization": "Bearer"}, 400, "malformed_token", f'{REALM}, error="invalid_request"'),
+    ({"Authorization": "Bearer two tokens"}, 400, "malformed_token",
+     f'{REALM}, error="invalid_request"'),
+    ({"Authorization": "Bearer cq11-0000000000000000"}, 401, "invalid_token",
+     f'{REALM}, error="invalid_token"'),
+    ({"Authorization": "Bearer " + USERS[11]["token"][:-1]}, 401, "invalid_token",
+     f'{REALM}, error="invalid_token"'),
 ])
-def test_no_valid_token_is_a_401_with_a_bearer_challenge(live, headers, code):
+def test_no_valid_token_is_answered_as_rfc_6750_says(live, headers, status, code, challenge):
+    # No credentials or another scheme: 401 and a bare challenge; a malformed Bearer
+    # credential: 400 invalid_request; a token that is not valid: 401 invalid_token.
     with live.client() as http:
         for method, path in [("GET", "/v1/jobs/1"), ("GET", "/v1/jobs/1/events"),
-                             ("POST", "/v1/jobs"), ("GET", "/v1/documents")]:
+                             ("POST", "/v1/jobs"), ("GET", "/v1/documents"),
+                             ("POST", "/v1/documents/42/summaries")]:
             response = http.request(method, path, headers=headers)
-            assert response.status_code == 401, (method, path)
+            assert response.status_code == status, (method, path)
             assert response.json()["code"] == code
-            assert response.headers["www-authenticate"].startswith('Bearer realm="cachequeue"')
+            assert response.headers["www-authenticate"] == challenge
 
 
 def test_another_tenants_job_is_not_found_exactly_like_a_missing_one(live, conn):
@@ -89,3 +97,53 @@ def test_no_token_ever_reaches_a_log_line_or_an_answer(live, conn, caplog):
     for token in (good, wrong):
         assert token not in logged
         assert not any(token in text for text in texts)
+
+
+def test_another_tenants_document_cannot_be_summarised_through_the_jobs_route(live, conn):
+    theirs = {"document_id": 42, "version": 3, "template": "brief-zh"}  # tenant 1's
+    with live.client() as http:
+        cross = http.post("/v1/jobs", json={"kind": "summarise", "payload": theirs},
+                          headers=auth(20))
+        missing = http.post("/v1/jobs", json={"kind": "summarise",
+                                              "payload": theirs | {"document_id": 99}},
+                            headers=auth(20))
+        documents_route = http.post("/v1/documents/42/summaries", headers=auth(20))
+        no_version = http.post("/v1/jobs", json={"kind": "summarise",
+                                                 "payload": theirs | {"version": 9}},
+                               headers=auth(11))
+        admins_only = http.post("/v1/jobs", json={"kind": "summarise", "payload": {
+            "document_id": 43, "version": 1, "template": "brief-zh"}}, headers=auth(11))
+        own = http.post("/v1/jobs", json={"kind": "summarise", "payload": theirs},
+                        headers=auth(11))
+    # The same 404 as a missing document, and as the documents route gives tenant 2.
+    assert cross.status_code == missing.status_code == documents_route.status_code == 404
+    assert cross.json() == documents_route.json() == {**missing.json(), "detail": "no document 42"}
+    assert (no_version.status_code, admins_only.status_code) == (422, 403)
+    assert own.status_code == 202
+    assert conn.execute("SELECT tenant_id, payload FROM jobs").fetchall() == [(1, theirs)]
+
+
+def test_the_summary_handler_trusts_the_claim_not_the_payload():
+    import uuid
+    from datetime import UTC, datetime
+
+    from cachequeue.course.app import summaries
+    from cachequeue.queue import JobContext, PermanentError
+    from cachequeue.queue.jobs import Claim
+
+    payload = {"document_id": 42, "version": 3, "template": "brief-zh"}  # tenant 1's
+    claim = Claim(7, 2, "summarise", payload, 1, uuid.uuid4(), datetime.now(UTC), "w", "s")
+    with pytest.raises(PermanentError) as refused:
+        summaries.summarise(payload, JobContext(claim, "w", connect=lambda: None))
+    assert "in this tenant" in str(refused.value)
+
+
+def test_the_demo_routes_are_served_only_in_demo_mode(make_live):
+    plain, demo = make_live(), make_live(demo=True)
+    with plain.client() as http:
+        hidden = http.get("/demo/users")
+        page = http.get("/")
+    with demo.client() as http:
+        shown = http.get("/demo/users")
+    assert hidden.status_code == 404 and page.status_code == 200
+    assert shown.status_code == 200 and {u["id"] for u in shown.json()} == set(USERS)

@@ -8,5 +8,7 @@ SELECT pg_advisory_xact_lock(hashtext('cachequeue.fairness.' || current_schema()
 -- jobs read only this index (kind is included for the kinds filter).
 CREATE INDEX IF NOT EXISTS jobs_fair ON jobs (tenant_id, run_after, id) INCLUDE (kind)
     WHERE state = 'pending';
--- Running jobs by tenant: how many a tenant already has, counted from the index alone.
-CREATE INDEX IF NOT EXISTS jobs_fair_running ON jobs (tenant_id) WHERE state = 'running';
+-- Running jobs by tenant: how many a tenant already has, and how many of those still hold
+-- a live lease (locked_until), counted from the index alone.
+CREATE INDEX IF NOT EXISTS jobs_fair_running ON jobs (tenant_id) INCLUDE (locked_until)
+    WHERE state = 'running';

@@ -1,6 +1,8 @@
--- The queue's queries, loaded by cachequeue.sqlfile.load("queries.sql") and run by
--- cachequeue.jobs. Each block is one statement, so each is one round trip and, on an
--- autocommit connection, one short transaction. Data-modifying CTEs let a statement change
+-- The queue's queries, loaded by sqlfile.load("cachequeue.queue", "queries.sql") and run by
+-- cachequeue.queue.jobs; queue.fairness runs the claim too (with the jobs it chose), and
+-- queue.deadletter the retry (with the failures its dry run listed). Each block is one
+-- statement, so each is one round trip and, on an autocommit connection, one short
+-- transaction. Data-modifying CTEs let a statement change
 -- several tables at once (the job, its attempt row, its result, its audit row).
 --
 -- `clock` is the statement's single instant: cq_now() read once, so the lease start, the
@@ -9,23 +11,29 @@
 -- connection to another schema writes nothing and the caller can say why.
 
 -- name: submit
--- Persist a new job of a known kind; with an idempotency key already used, insert nothing.
+-- Persist a new job of a known kind; with an idempotency key already used, or a run_after more than %(max_run_after)s seconds ahead, insert nothing.
+-- A run_after in the past is now (greatest): a job never sorts ahead of jobs already due.
 INSERT INTO jobs (tenant_id, kind, payload, idempotency_key, max_attempts, run_after, deadline)
 SELECT %(tenant_id)s, k.kind, %(payload)s::jsonb, %(idempotency_key)s::text, %(max_attempts)s,
-       coalesce(%(run_after_at)s::timestamptz,
-                cq_now() + coalesce(%(run_after_in)s::float8, 0) * interval '1 second'),
+       greatest(clock.now, coalesce(%(run_after_at)s::timestamptz,
+                                    clock.now + coalesce(%(run_after_in)s::float8, 0) * interval '1 second')),
        coalesce(%(deadline_at)s::timestamptz,
-                cq_now() + %(deadline_in)s::float8 * interval '1 second')
-FROM job_kinds k
+                clock.now + %(deadline_in)s::float8 * interval '1 second')
+FROM job_kinds k, (SELECT cq_now() AS now) AS clock
 WHERE k.kind = %(kind)s
+  AND (%(run_after_at)s::timestamptz IS NULL
+       OR %(run_after_at)s::timestamptz <= clock.now + %(max_run_after)s::float8 * interval '1 second')
 ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id;
 
 -- name: submitted
--- After an insert that returned nothing: the job already holding the key, and whether the kind exists.
+-- After an insert that returned nothing: the job already holding the key, whether the kind exists, and whether run_after was in range.
 SELECT (SELECT id FROM jobs
         WHERE tenant_id = %(tenant_id)s AND idempotency_key = %(idempotency_key)s::text) AS job_id,
-       EXISTS (SELECT 1 FROM job_kinds WHERE kind = %(kind)s) AS kind_known;
+       EXISTS (SELECT 1 FROM job_kinds WHERE kind = %(kind)s) AS kind_known,
+       (%(run_after_at)s::timestamptz IS NULL
+        OR %(run_after_at)s::timestamptz <= cq_now() + %(max_run_after)s::float8 * interval '1 second')
+           AS in_range;
 
 -- name: claim
 -- Claim up to %(limit)s runnable jobs (expired leases first, then due pending jobs) and open an attempt row for each.
@@ -41,11 +49,13 @@ WITH clock AS MATERIALIZED (
            set_config('synchronous_commit', 'off', true) AS commit_mode
 ),
 -- Expired leases with no attempts left are failed here, never run again. Bounded per call.
+-- Attempts used up are attempts - handbacks: an attempt a stopping worker handed back
+-- does not count against max_attempts.
 exhausted AS (
     SELECT id, lease_token AS old_token, locked_until AS old_until
     FROM jobs
     WHERE state = 'running' AND locked_until <= (SELECT now FROM clock)
-      AND attempts >= max_attempts
+      AND attempts - handbacks >= max_attempts
     ORDER BY locked_until, id
     LIMIT 100
     FOR UPDATE SKIP LOCKED
@@ -53,17 +63,30 @@ exhausted AS (
 gave_up AS (
     UPDATE jobs j
     SET state = 'failed', finished_at = (SELECT now FROM clock),
-        last_error = 'lease expired on the last attempt (' || j.attempts || ' of '
-                     || j.max_attempts || ')',
+        last_error = 'lease expired on the last attempt (' || (j.attempts - j.handbacks)
+                     || ' of ' || j.max_attempts || ')',
         lease_token = NULL, locked_until = NULL, locked_by = NULL
     WHERE j.id = ANY (ARRAY(SELECT id FROM exhausted))
+),
+-- Jobs that another statement chose for this claim: the fair claim (queue/sql/fairness.sql)
+-- picks them tenant by tenant and passes their ids. Each is taken only if it is still
+-- claimable. A plain claim passes NULL: then this part reads nothing and the next two look.
+chosen AS (
+    SELECT id, lease_token AS old_token, locked_until AS old_until
+    FROM jobs
+    WHERE id = ANY (%(chosen)s::bigint[])
+      AND (state = 'pending' AND run_after <= (SELECT now FROM clock)
+           OR state = 'running' AND locked_until <= (SELECT now FROM clock)
+              AND attempts - handbacks < max_attempts)
+    FOR UPDATE SKIP LOCKED
 ),
 -- Served by the partial index jobs_lease_expiry: only running rows, oldest expiry first.
 expired AS (
     SELECT id, lease_token AS old_token, locked_until AS old_until
     FROM jobs
-    WHERE state = 'running' AND locked_until <= (SELECT now FROM clock)
-      AND attempts < max_attempts
+    WHERE %(chosen)s::bigint[] IS NULL
+      AND state = 'running' AND locked_until <= (SELECT now FROM clock)
+      AND attempts - handbacks < max_attempts
       AND (%(kinds)s::text[] IS NULL OR kind = ANY (%(kinds)s::text[]))
     ORDER BY locked_until, id
     LIMIT (SELECT %(limit)s::integer)
@@ -75,15 +98,18 @@ expired AS (
 fresh AS (
     SELECT id, NULL::uuid AS old_token, NULL::timestamptz AS old_until
     FROM jobs
-    WHERE state = 'pending' AND run_after <= (SELECT now FROM clock)
+    WHERE %(chosen)s::bigint[] IS NULL
+      AND state = 'pending' AND run_after <= (SELECT now FROM clock)
       AND (%(kinds)s::text[] IS NULL OR kind = ANY (%(kinds)s::text[]))
     ORDER BY run_after, id
     LIMIT (SELECT %(limit)s::integer)
     FOR UPDATE SKIP LOCKED
 ),
--- CTEs are read lazily: fresh is only read (and its rows only locked) for the places
--- that expired leases did not fill.
+-- CTEs are read lazily: expired is only read for the places that chosen did not fill,
+-- and fresh (its rows only locked then) for the places that expired leases did not fill.
 picked AS (
+    SELECT * FROM chosen
+    UNION ALL
     SELECT * FROM expired
     UNION ALL
     SELECT * FROM fresh
@@ -228,7 +254,7 @@ WITH clock AS MATERIALIZED (
     SELECT cq_now() AS now
 ),
 held AS (
-    SELECT id, attempts, max_attempts,
+    SELECT id, attempts - handbacks AS used, max_attempts,
            least(deadline, created_at + %(policy_deadline)s::float8 * interval '1 second')
                AS give_up_after
     FROM jobs
@@ -237,11 +263,11 @@ held AS (
     FOR UPDATE
 ),
 -- Failed when the error is permanent, the attempts are used up (the smaller of the job's
--- and the policy's cap), or the retry would start after the deadline.
+-- and the policy's cap; hand-backs do not count), or the retry would start after the deadline.
 decided AS (
     SELECT id, next_run,
            CASE WHEN %(permanent)s::boolean
-                  OR attempts >= least(max_attempts, %(policy_max_attempts)s::integer)
+                  OR used >= least(max_attempts, %(policy_max_attempts)s::integer)
                   OR next_run > give_up_after
                 THEN 'failed' ELSE 'pending' END::job_state AS state
     FROM (SELECT *, (SELECT now FROM clock) + %(delay)s::float8 * interval '1 second'
@@ -312,15 +338,19 @@ audited AS (
 SELECT count(*) AS cancelled FROM moved;
 
 -- name: release
--- Hand a held job back (a worker stopping): pending at once, the attempt closed 'released', the attempt given back.
+-- Hand a held job back (a worker stopping): pending at once, the attempt closed 'released' and not counted; failed at the hand-back cap.
 -- No backoff: nothing went wrong with the job. The claim raised attempts and it stays
--- raised (attempt numbers name attempt rows); max_attempts goes up by one with it, so a
--- hand-back never uses up a retry and a job handed back on its last attempt can run again.
+-- raised (attempt numbers name attempt rows); handbacks goes up with it, so the attempt
+-- does not count against max_attempts. Hand-backs have a cap of their own (max_handbacks,
+-- queue.limits.MAX_HANDBACKS): a job whose handler outlives every worker's shutdown would
+-- otherwise go round for ever, so the hand-back that reaches the cap fails the job, saying why.
 WITH clock AS MATERIALIZED (
     SELECT cq_now() AS now
 ),
 held AS (
-    SELECT id
+    SELECT id, handbacks + 1 AS handbacks,
+           CASE WHEN handbacks + 1 >= %(max_handbacks)s::integer THEN 'failed'
+                ELSE 'pending' END::job_state AS state
     FROM jobs
     WHERE id = %(job_id)s AND lease_token = %(lease_token)s AND state = 'running'
       AND locked_until > (SELECT now FROM clock) AND current_schema() = %(schema)s
@@ -328,12 +358,18 @@ held AS (
 ),
 moved AS (
     UPDATE jobs j
-    SET state = 'pending', run_after = (SELECT now FROM clock),
-        max_attempts = j.max_attempts + 1,
+    SET state = h.state, handbacks = h.handbacks,
+        run_after = CASE WHEN h.state = 'pending' THEN (SELECT now FROM clock) ELSE j.run_after END,
+        finished_at = CASE WHEN h.state = 'failed' THEN (SELECT now FROM clock) END,
+        last_error = CASE WHEN h.state = 'failed'
+                          THEN 'handed back ' || h.handbacks || ' times, the most allowed: '
+                               || 'the handler may outlive the workers'' shutdown timeout '
+                               || '(last: ' || %(reason)s::text || ')'
+                          ELSE j.last_error END,
         lease_token = NULL, locked_until = NULL, locked_by = NULL
     FROM held h
     WHERE j.id = h.id
-    RETURNING j.id
+    RETURNING j.state
 ),
 closed AS (
     UPDATE job_attempts a
@@ -341,29 +377,40 @@ closed AS (
     FROM held h
     WHERE a.job_id = h.id AND a.lease_token = %(lease_token)s
 )
-SELECT (SELECT count(*) FROM moved) AS released, current_schema() AS schema;
+SELECT (SELECT state::text FROM moved) AS state, current_schema() AS schema;
 
 -- name: retry
--- Put a failed job of this tenant back to pending with a fresh attempt budget; same job id, audited.
+-- Put failed jobs back to pending with a fresh attempt budget, same job ids, one audit row each.
+-- Each job is named with its tenant: another tenant's job is left alone. A bulk retry
+-- (queue.deadletter) also gives the finished_at its dry run listed: a job retried and
+-- failed again since is not the failure the operator chose, and is left alone too.
 WITH clock AS MATERIALIZED (
     SELECT cq_now() AS now
 ),
+given AS (
+    SELECT *
+    FROM unnest(%(job_ids)s::bigint[], %(tenant_ids)s::integer[], %(failed_at)s::timestamptz[])
+         AS g (job_id, tenant_id, failed_at)
+),
 target AS (
-    SELECT id, tenant_id, attempts, max_attempts, last_error,
+    SELECT j.id, j.tenant_id, j.attempts, j.max_attempts, j.last_error,
            -- A fresh budget is the number of attempts the job was submitted with: its
            -- max_attempts before the first manual retry, as recorded by that retry.
            coalesce(%(attempts)s::integer,
                     (SELECT (a.detail ->> 'added_attempts')::integer FROM job_audit a
-                     WHERE a.job_id = jobs.id AND a.action = 'retry'
+                     WHERE a.job_id = j.id AND a.action = 'retry'
                      ORDER BY a.id LIMIT 1),
-                    max_attempts) AS added
-    FROM jobs
-    WHERE id = %(job_id)s AND tenant_id = %(tenant_id)s AND state = 'failed'
-    FOR UPDATE
+                    j.max_attempts) AS added
+    FROM jobs j
+    JOIN given g ON g.job_id = j.id AND g.tenant_id = j.tenant_id
+    WHERE j.state = 'failed' AND (g.failed_at IS NULL OR j.finished_at = g.failed_at)
+    ORDER BY j.id
+    FOR UPDATE OF j
 ),
+-- Hand-backs start again from 0 too, so every attempt so far counts and `added` are left.
 moved AS (
     UPDATE jobs j
-    SET state = 'pending', max_attempts = t.attempts + t.added,
+    SET state = 'pending', max_attempts = t.attempts + t.added, handbacks = 0,
         run_after = (SELECT now FROM clock), finished_at = NULL
     FROM target t
     WHERE j.id = t.id
@@ -376,14 +423,16 @@ audited AS (
                               'previous_max_attempts', max_attempts,
                               'added_attempts', added,
                               'last_error', last_error)
+           || CASE WHEN %(filter)s::jsonb IS NULL THEN '{}'::jsonb
+                   ELSE jsonb_build_object('bulk_filter', %(filter)s::jsonb) END
     FROM target
 )
-SELECT count(*) AS retried FROM moved;
+SELECT coalesce((SELECT array_agg(id ORDER BY id) FROM moved), '{}') AS retried;
 
 -- name: status
 -- One job of one tenant, read from the jobs table (the source of truth) with its result.
-SELECT j.id AS job_id, j.kind, j.state::text AS state, j.attempts, j.max_attempts,
-       j.last_error, r.output, j.run_after, j.created_at, j.finished_at
+SELECT j.id AS job_id, j.kind, j.state::text AS state, j.attempts, j.handbacks,
+       j.max_attempts, j.last_error, r.output, j.run_after, j.created_at, j.finished_at
 FROM jobs j
 LEFT JOIN job_results r ON r.job_id = j.id
 WHERE j.id = %(job_id)s AND j.tenant_id = %(tenant_id)s;

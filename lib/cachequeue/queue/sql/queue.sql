@@ -1,20 +1,24 @@
--- The job queue's persistent tables (applied after schema.sql, inside the chapter schema).
+-- The job queue's persistent tables, applied by cachequeue.queue.install(conn) in the current
+-- schema (after the ground floor's clock.sql, which db.reset_schema applies first).
 
 -- Lifecycle of a job. Who moves a job into and out of each state:
 --   pending   : submit() creates it; fail() puts it back (retryable error, attempts left);
---               release() puts it back at once (a hand-back is not a failure: it raises
---               max_attempts by one, so the job keeps every retry it had); retry() puts a
---               failed job back by hand. claim() moves it to running.
+--               release() puts it back at once (a hand-back is not a failure: handbacks
+--               goes up by one and the attempt does not count against max_attempts);
+--               retry() puts a failed job back by hand. claim() moves it to running.
 --   running   : claim() sets it with a fresh lease token and locked_until. finish() moves
 --               it to done, fail() to pending or failed, cancel() to cancelled, release()
---               (a worker shutting down hands it back) to pending at once. When the lease
---               expires, claim() may take it again (a new attempt, a new token).
+--               (a worker shutting down hands it back) to pending at once, or to failed on
+--               the hand-back past the cap. When the lease expires, claim() may take it
+--               again (a new attempt, a new token).
 --   done      : finish() or finish_many() only, in the statement that writes the result
 --               row. Final.
 --   failed    : fail() when the error is permanent, the attempts are used up or the
---               deadline has passed; claim() when an expired lease had no attempts left.
---               Only an audited retry() moves it back to pending (with max_attempts raised,
---               so attempt numbers continue and the job id stays).
+--               deadline has passed; claim() when an expired lease had no attempts left;
+--               release() when the job was already handed back the most times allowed
+--               (limits.MAX_HANDBACKS). Only an audited retry() moves it back to pending
+--               (with max_attempts raised and handbacks back to 0, so attempt numbers
+--               continue and the job id stays).
 --   cancelled : cancel(), from pending or running. Final; a late finish() is rejected.
 CREATE TYPE job_state AS ENUM ('pending', 'running', 'done', 'failed', 'cancelled');
 
@@ -37,7 +41,12 @@ CREATE TABLE jobs (
     payload         jsonb NOT NULL,
     idempotency_key text,
     state           job_state NOT NULL DEFAULT 'pending',
+    -- attempts: how many times the job was claimed (the number of its latest attempt row).
+    -- handbacks: how many of those attempts a stopping worker handed back (release())
+    -- since the job was submitted or last retried by hand; they do not count, so the
+    -- attempts used up are attempts - handbacks, which never exceeds max_attempts.
     attempts        integer NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+    handbacks       integer NOT NULL DEFAULT 0 CHECK (handbacks >= 0),
     max_attempts    integer NOT NULL DEFAULT 3 CHECK (max_attempts >= 1),
     run_after       timestamptz NOT NULL DEFAULT cq_now(),
     deadline        timestamptz,
@@ -51,7 +60,8 @@ CREATE TABLE jobs (
     CONSTRAINT lease_iff_running CHECK (
         (state = 'running') = (lease_token IS NOT NULL AND locked_until IS NOT NULL)
     ),
-    CONSTRAINT attempts_capped CHECK (attempts <= max_attempts)
+    CONSTRAINT attempts_capped CHECK (handbacks <= attempts
+                                      AND attempts - handbacks <= max_attempts)
 );
 
 -- One job per (tenant, idempotency key): a repeated submit returns the first job.
@@ -64,8 +74,8 @@ CREATE INDEX jobs_lease_expiry ON jobs (locked_until, id) WHERE state = 'running
 -- One row per attempt: the job id names the user's intent, the lease token names one try.
 -- claim() inserts the row (outcome NULL while running); finish() closes it 'done', fail()
 -- 'retry' or 'failed', cancel() 'cancelled', release() 'released' (handed back by a worker
--- that stopped), and the claim that takes over or fails an expired lease closes it
--- 'expired' at the old locked_until.
+-- that stopped; counted in jobs.handbacks), and the claim that takes over or fails an
+-- expired lease closes it 'expired' at the old locked_until.
 -- A holder that reports after it lost its lease (the GC-pause case: it was stopped, its
 -- lease expired, someone else took over) is refused by the lease token; finish() or fail()
 -- then note the refused report on the holder's own attempt row (rejected_report, when),
@@ -109,15 +119,29 @@ CREATE TABLE job_audit (
 CREATE INDEX job_audit_job ON job_audit (job_id);
 
 -- Notifications: the contract that workers (wake-up) and the HTTP service (server-sent
--- events) rely on. Every insert into jobs, and every update that changes a job's state or
--- its attempts (a claim, finish, fail, cancel, retry, release; a takeover of an expired
--- lease changes attempts only), sends pg_notify on the channel job_channel(<schema>)
--- (`cq_jobs_<schema>`, or `cq_jobs_<md5 of schema>` when that would exceed PostgreSQL's
--- 63-byte channel names) with a small JSON payload:
+-- events) rely on (CONTRIBUTING.md, "Notifications"). pg_notify is sent on the channel
+-- job_channel(<schema>) (`cq_jobs_<schema>`, or `cq_jobs_<md5 of schema>` when that would
+-- exceed PostgreSQL's 63-byte channel names) with a small JSON payload:
 --     {"job_id": 7, "tenant_id": 1, "kind": "noop", "state": "pending", "attempts": 0}
+-- What notifies:
+--   * every insert, and every change INTO pending or cancelled (fail with a retry, release,
+--     an operator's retry, cancel): the wake-ups that workers need;
+--   * for a WATCHED job only (`watched`, set by queue.notify.watch: someone streams its
+--     progress), every other change of its state or attempts too: a claim, the takeover of
+--     an expired lease, done, failed. Watching a pending job notifies it once more, with
+--     "watch": true (the watch's row lock may have made a claim skip the job: workers look
+--     again; the watcher reads the job itself, so the HTTP service's hub ignores it).
+-- Why not every change: PostgreSQL serialises the commits of all notifying transactions on
+-- one lock (held through the WAL flush), so a notification on every claim and finish made
+-- every worker's commits queue behind each other (issue 20; chapter 10 measures it).
 -- Notifications are delivered at commit, to sessions that LISTEN (queue.notify.listen);
 -- a rolled-back change sends none. They are a hint to look, never the record: a listener
 -- that was disconnected misses them, so readers re-read the jobs table after (re)connecting.
+-- A column of its own, added here rather than in CREATE TABLE jobs: it belongs to the
+-- notification contract. A watch is never taken back (a stream that closes early leaves
+-- its job notifying a few more times: a hint too many, never one too few).
+ALTER TABLE jobs ADD COLUMN watched boolean NOT NULL DEFAULT false;
+
 CREATE FUNCTION job_channel(schema_name text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT CASE WHEN octet_length('cq_jobs_' || schema_name) <= 63
@@ -126,20 +150,42 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 $$;
 
 -- search_path is pinned to this schema, so the trigger finds job_channel() whatever the
--- search_path of the session that changed the row.
+-- search_path of the session that changed the row. TG_ARGV[0] = 'watch' marks the
+-- notification that a watch itself sends.
 CREATE FUNCTION jobs_notify() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    PERFORM pg_notify(job_channel(TG_TABLE_SCHEMA), json_build_object(
-        'job_id', NEW.id, 'tenant_id', NEW.tenant_id, 'kind', NEW.kind,
-        'state', NEW.state, 'attempts', NEW.attempts)::text);
+    IF TG_NARGS > 0 AND TG_ARGV[0] = 'watch' THEN
+        PERFORM pg_notify(job_channel(TG_TABLE_SCHEMA), json_build_object(
+            'job_id', NEW.id, 'tenant_id', NEW.tenant_id, 'kind', NEW.kind,
+            'state', NEW.state, 'attempts', NEW.attempts, 'watch', true)::text);
+    ELSE
+        PERFORM pg_notify(job_channel(TG_TABLE_SCHEMA), json_build_object(
+            'job_id', NEW.id, 'tenant_id', NEW.tenant_id, 'kind', NEW.kind,
+            'state', NEW.state, 'attempts', NEW.attempts)::text);
+    END IF;
     RETURN NULL;
 END
 $$;
 
 CREATE TRIGGER jobs_notify_insert AFTER INSERT ON jobs
     FOR EACH ROW EXECUTE FUNCTION jobs_notify();
-CREATE TRIGGER jobs_notify_change AFTER UPDATE OF state, attempts ON jobs
+-- The wake-ups, for every job.
+CREATE TRIGGER jobs_notify_wake AFTER UPDATE OF state ON jobs
     FOR EACH ROW
-    WHEN (OLD.state IS DISTINCT FROM NEW.state OR OLD.attempts IS DISTINCT FROM NEW.attempts)
+    WHEN (OLD.state IS DISTINCT FROM NEW.state AND NEW.state IN ('pending', 'cancelled'))
     EXECUTE FUNCTION jobs_notify();
+-- The progress of watched jobs. The WHEN clause reads the new row only, so an unwatched
+-- job's claim or finish calls no function at all. An UPDATE in READ COMMITTED computes the
+-- new row from the newest committed version, so a change made after a watch committed
+-- always sees watched = true; one made before it held the row lock that the watch waited
+-- for, so the watcher's next read sees it.
+CREATE TRIGGER jobs_notify_progress AFTER UPDATE OF state, attempts ON jobs
+    FOR EACH ROW
+    WHEN (NEW.watched AND NEW.state NOT IN ('pending', 'cancelled')
+          AND (OLD.state IS DISTINCT FROM NEW.state OR OLD.attempts IS DISTINCT FROM NEW.attempts))
+    EXECUTE FUNCTION jobs_notify();
+CREATE TRIGGER jobs_notify_watch AFTER UPDATE OF watched ON jobs
+    FOR EACH ROW
+    WHEN (NEW.watched AND NOT OLD.watched AND NEW.state = 'pending')
+    EXECUTE FUNCTION jobs_notify('watch');

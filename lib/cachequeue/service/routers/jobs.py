@@ -5,9 +5,24 @@
     GET  /v1/jobs/{id}            -> {id, state, attempts, last_error, output, ...}
     GET  /v1/jobs/{id}/events     [Last-Event-ID: n] -> text/event-stream, events n+1, ...
 
-Every route needs a bearer token; a job of another tenant is a 404 on all of them. The
-route functions only read the request and shape the answer: the checks are in
-`requests`, the decisions in `operations`, the history in `events`.
+Every route needs a bearer token, checked before anything else of the request is read
+(the body of POST is read by the route, after its `Caller` dependency); a job of another
+tenant is a 404 on all of them. An id is decimal digits, no sign and no leading zero
+(`requests.ID_PATTERN`): "+1" and "01" are not job 1. The route functions only read the
+request and shape the answer: the checks are in `requests`, the decisions in
+`operations`, the history in `events`, the OpenAPI description of bodies and errors in
+`docs`.
+
+Job ids are the jobs table's own: global and increasing. A tenant that submits two jobs
+learns how many jobs all tenants together submitted in between, and nothing more: every
+other tenant's job is the same 404 as a missing id, with the same body and headers, so
+ids confirm no job's existence, kind or owner. The ids stay as they are because they are
+the key every chapter, log line, event stream and Location header uses, and an opaque
+public id buys little for that one number: encrypting the id (a keyed permutation of the
+bigint) adds a secret every replica must share and can never change without breaking
+every Location already handed out, and a random id adds a second unique index on the
+insert path. A deployment whose tenants must not learn the service's volume (competitors
+on one platform) should put such an opaque id at this edge: the queue need not change.
 
 An event stream subscribes to its job in the process's `Hub`, sends the events after
 Last-Event-ID, then sleeps until the hub wakes it and reads again; it ends when the job is
@@ -27,37 +42,57 @@ from fastapi import APIRouter, Depends, Header, Path, Request
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from starlette.exceptions import HTTPException
 
+from ...queue import notify
 from ..auth import Caller, Principal
+from ..docs import JOB_REQUEST, json_body, problems
 from ..events import History, history
 from ..operations import job_status, readable, submit_job
-from ..requests import idempotency_key, last_event_id, parse_job_request, read_body
+from ..requests import (
+    ID_PATTERN,
+    MAX_KEY_CHARS,
+    idempotency_key,
+    job_id,
+    last_event_id,
+    parse_job_request,
+    read_body,
+    require_json,
+)
 from ..responses import accepted, retry_after_for, status_response
 from ..runtime import Service, ServiceDep
 
 __all__ = ["RECONNECT_MS", "router"]
 
 RECONNECT_MS = 1000  # the `retry:` field: how long an EventSource waits before reconnecting
-JobId = Annotated[int, Path(ge=1, le=2**63 - 1)]
+JobId = Annotated[str, Path(pattern=ID_PATTERN, max_length=19,
+                            description="a job id: decimal digits, no sign, no leading zero")]
+IdempotencyKey = Annotated[str | None, Header(
+    alias="Idempotency-Key", description=f"at most {MAX_KEY_CHARS} characters; a repeat with "
+    "the same key returns the first job")]
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 
-@router.post("", status_code=202)
-async def submit(request: Request, principal: Caller,
-                 service: ServiceDep,
-                 idempotency_key_header: Annotated[str | None, Header(alias="Idempotency-Key")] = None):
+@router.post("", status_code=202, openapi_extra=json_body(JOB_REQUEST),
+             responses=problems(400, 401, 404, 413, 415, 422, 503))
+async def submit(request: Request, principal: Caller, service: ServiceDep,
+                 idempotency_key_header: IdempotencyKey = None):
+    key = idempotency_key(idempotency_key_header)
+    require_json(request)
     job = parse_job_request(await read_body(request))
-    job_id, state = await service.call(submit_job, principal, job,
-                                       idempotency_key(idempotency_key_header))
+    job_id, state = await service.call(submit_job, principal, job, key,
+                                       check_submit=service.check_submit,
+                                       worker_kinds=service.worker_kinds)
     return accepted(job_id, state=state,
                     retry_after=retry_after_for(service.retry_after, job.run_after))
 
 
-@router.get("/{job_id}")
-async def status(job_id: JobId, principal: Caller,
-                 service: ServiceDep):
-    found = await service.call(job_status, principal, job_id, service.can_read)
+@router.get("/{job_id}", responses=problems(400, 401, 404, 422, 503))
+async def status(job_id: JobId, principal: Caller, service: ServiceDep):
+    found = await service.call(job_status, principal, _job_id(job_id), service.can_read)
     return status_response(found, retry_after=service.retry_after)
+
+
+_job_id = job_id  # the route parameter of the same name hides the function
 
 
 @dataclass(frozen=True)
@@ -71,6 +106,8 @@ class _Opening:
 
 def _open(conn, principal: Principal, job_id: int, after: int, can_read) -> History:
     readable(conn, principal, job_id, can_read)
+    # Watched before the first read: every later claim and finish of the job notifies.
+    notify.watch(conn, tenant_id=principal.tenant_id, job_id=job_id)
     return history(conn, tenant_id=principal.tenant_id, job_id=job_id, after=after)
 
 
@@ -80,6 +117,7 @@ async def _opening(job_id: JobId, principal: Caller,
                    ) -> _Opening:
     """Checks made before the stream starts, while a status code can still be chosen."""
     after = last_event_id(last_event_id_header)
+    job_id = _job_id(job_id)
     version = service.hub.version
     first = await service.call(_open, principal, job_id, after, service.can_read)
     if first.final and not first.events:
@@ -117,7 +155,11 @@ async def _stream(service: Service, opening: _Opening) -> AsyncIterator[ServerSe
         hub.unsubscribe(sub)
 
 
-@router.get("/{job_id}/events", response_class=EventSourceResponse)
+@router.get("/{job_id}/events", response_class=EventSourceResponse,
+            responses={200: {"description": "the job's events, then more as they happen",
+                             "content": {"text/event-stream": {}}},
+                       204: {"description": "the job is final and the client has every event"},
+                       **problems(400, 401, 404, 422, 503)})
 async def events(opening: Annotated[_Opening, Depends(_opening)],
                  service: ServiceDep) -> AsyncIterator[ServerSentEvent]:
     async for event in _stream(service, opening):

@@ -8,6 +8,12 @@ SELECT kind, payload, state::text AS state
 FROM jobs
 WHERE id = %(job_id)s AND tenant_id = %(tenant_id)s;
 
+-- name: job_fields
+-- What a job of this tenant was submitted with, to compare a repeated request with (None for another tenant's job).
+SELECT kind, payload, state::text AS state, max_attempts, run_after, created_at
+FROM jobs
+WHERE id = %(job_id)s AND tenant_id = %(tenant_id)s;
+
 -- name: events
 -- A job's history as numbered events, derived from the jobs, job_attempts and job_audit rows.
 -- One event per notification the jobs table sends: accepted (the insert); started (a claim,
@@ -69,13 +75,22 @@ LEFT JOIN numbered ON numbered.seq > %(after)s
 ORDER BY seq;
 
 -- name: ready
--- The readiness probe: the claim's first step, read-only (lock the next runnable job, skipping locked ones; change nothing).
-SELECT count(*)
-FROM (SELECT id FROM jobs
-      WHERE state = 'pending' AND run_after <= cq_now()
-      ORDER BY run_after, id
-      LIMIT 1
-      FOR UPDATE SKIP LOCKED) AS next_job;
+-- The readiness probe, read-only: the claim's first step without its lock, whether the server takes writes, and a lock on jobs that would make claims wait.
+-- No FOR UPDATE: a probe takes no row lock, no transaction id and writes no WAL. A session
+-- holding jobs in ACCESS EXCLUSIVE mode (a migration) makes the first sub-select wait until
+-- lock_timeout; one holding SHARE or stronger (CREATE INDEX, LOCK TABLE ... IN SHARE MODE)
+-- lets reads through but stops every claim and submit, which the last column names.
+SELECT (SELECT count(*)
+        FROM (SELECT id FROM jobs
+              WHERE state = 'pending' AND run_after <= cq_now()
+              ORDER BY run_after, id
+              LIMIT 1) AS next_job) AS runnable,
+       pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on' AS read_only,
+       (SELECT min(mode) FROM pg_locks
+        WHERE locktype = 'relation' AND relation = 'jobs'::regclass AND granted
+          AND pid <> pg_backend_pid()
+          AND mode IN ('ShareLock', 'ShareRowExclusiveLock', 'ExclusiveLock',
+                       'AccessExclusiveLock')) AS blocking_lock;
 
 -- name: ready_timeout
 -- Bound the probe's statements (and its lock waits) for the rest of its transaction.

@@ -12,3 +12,11 @@ CREATE TABLE IF NOT EXISTS fenced_resources (
     value      jsonb NOT NULL,
     written_at timestamptz NOT NULL DEFAULT cq_now()
 );
+
+-- Fencing tokens issued by the database itself (fencing.Counter): one row per lock name,
+-- `last` the largest token handed out. Incremented in a committed transaction before the
+-- token is used, so a token never repeats, whatever happens to Redis.
+CREATE TABLE IF NOT EXISTS fence_counters (
+    name text PRIMARY KEY CHECK (name <> ''),
+    last bigint NOT NULL CHECK (last > 0)
+);

@@ -1,0 +1,283 @@
+"""Performance and scale (chapter 10, bench/worker_throughput.py): what the queue costs, measured.
+
+For the notebook:
+- `load("worker_throughput")` reads a recorded benchmark run (`data/bench/*.json`, shipped
+  with the package), with the machine facts it was recorded on;
+- `commit_times(conn, commits, synchronous=...)` times `commits` one-row commits, waiting
+  for the disk (synchronous_commit on) or not: the physical limit of a PostgreSQL queue;
+- `drain_rate(conn, jobs, batch=...)` drains `jobs` pending no-op jobs in this process, one
+  claim and one finish per job (batch 1) or `claim_many`/`finish_many` per `batch` jobs,
+  with a progress bar, and returns jobs per second;
+- `claim_cost(conn)` runs the claim under EXPLAIN (ANALYZE, BUFFERS) (rolled back): the pages
+  it touched and the scans it used, a measure of cost that does not depend on timing;
+- `wal_fsyncs(conn)`: the server's WAL fsync counter and the view it comes from
+  (`pg_stat_io`, object `wal`, from PostgreSQL 18; `pg_stat_wal.wal_sync` before);
+- `crash_before_flush(connect, count)`: a `queue.Worker` driven turn by turn until `count`
+  results wait in its completion batch, then dropped without a flush (what a SIGKILL
+  between a handler's return and the flush leaves behind);
+- `jobs_ceiling` and `summary` do the arithmetic.
+
+For the benchmark's worker processes: `NOOP_HANDLERS` (the `noop` kind; with a `stamp` path in the
+payload it appends "n time" to that file when it starts), `read_stamps`, and the server-side
+probes `waiting_on` (who waits at the start gate), `transactions` (the database's transaction
+counter) and `wait_gone`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from importlib import resources
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from ... import sqlfile
+from ...checks import (
+    check_autocommit_idle,
+    check_bool,
+    check_finite,
+    check_int,
+    check_seconds,
+    check_text,
+)
+from ...clock import ManualClock
+from ...queue import Worker, jobs
+from ..probes import plans
+
+__all__ = ["NOOP_HANDLERS", "claim_cost", "commit_times", "crash_before_flush", "describe_url",
+           "drain_rate", "jobs_ceiling", "load", "machine", "noop", "query", "read_stamps",
+           "recorded", "settings", "stamp", "summary", "transactions", "wait_gone",
+           "waiting_on", "wal_fsyncs"]
+
+query = sqlfile.load(__package__, "perf.sql")
+"""The named statements of `sql/perf.sql`: `query("name").sql` to read, print or EXPLAIN."""
+CLAIM_PARAMS = {"limit": 1, "lease": 30.0, "kinds": None, "worker": "perf", "chosen": None}
+
+
+# ------------------------------------------------------------------ recorded runs
+
+
+def recorded() -> list[str]:
+    """The names of the recorded benchmark runs (`data/bench/<name>.json`)."""
+    folder = resources.files("cachequeue.course") / "data" / "bench"
+    return sorted(p.name.removesuffix(".json") for p in folder.iterdir()
+                  if p.name.endswith(".json"))
+
+
+def load(name: str) -> dict[str, Any]:
+    """A recorded benchmark run, e.g. load("worker_throughput"): its JSON document."""
+    check_text(name, "name")
+    if name not in recorded():
+        raise ValueError(f"no recorded run {name!r}; recorded: {recorded()}")
+    path = resources.files("cachequeue.course") / "data" / "bench" / f"{name}.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+# ------------------------------------------------------------------ arithmetic
+
+
+def summary(values: Sequence[float]) -> dict[str, Any]:
+    """p50, p99 and max of some seconds (p99 by linear interpolation), and the values, rounded."""
+    if not values:
+        raise ValueError("summary() needs at least one value")
+    ordered = sorted(check_finite(v, "each value") for v in values)
+    p99 = ordered[0] if len(ordered) == 1 else statistics.quantiles(
+        ordered, n=100, method="inclusive")[98]
+    return {"p50": round(statistics.median(ordered), 5), "p99": round(p99, 5),
+            "max": round(ordered[-1], 5), "values": [round(v, 5) for v in ordered]}
+
+
+def jobs_ceiling(commits_per_second: float, commits_per_job: float) -> float:
+    """The most jobs per second a server that commits `commits_per_second` can complete."""
+    return (check_finite(commits_per_second, "commits_per_second", above=0)
+            / check_finite(commits_per_job, "commits_per_job", above=0))
+
+
+# ------------------------------------------------------------------ live measurements
+
+
+def commit_times(conn: psycopg.Connection, commits: int, *,
+                 synchronous: bool = True) -> list[float]:
+    """The seconds each of `commits` one-row INSERTs took in autocommit, each its own commit,
+    with synchronous_commit on (each waits for the WAL flush: fdatasync) or off.
+    Commits per second: len(times) / sum(times)."""
+    check_int(commits, "commits", minimum=1)
+    check_bool(synchronous, "synchronous")
+    check_autocommit_idle(conn, "commit_times")
+    conn.execute(query("commits_table").sql)
+    conn.execute(query("synchronous_commit").sql, {"value": "on" if synchronous else "off"})
+    times = []
+    try:
+        for n in range(commits):
+            started = time.perf_counter()
+            conn.execute(query("commit_one").sql, {"n": n})
+            times.append(time.perf_counter() - started)
+    finally:
+        conn.execute(query("synchronous_commit").sql, {"value": "on"})
+    return times
+
+
+def drain_rate(conn: psycopg.Connection, count: int, *, batch: int = 1,
+               progress: bool = True) -> float:
+    """Submit `count` pending no-op jobs (one statement, not timed), then drain the queue in
+    this process and return jobs per second: with batch 1, `jobs.claim` + `jobs.finish` per
+    job; else `jobs.claim_many(batch)` + one `jobs.finish_many` per batch (one commit per
+    batch). Jobs that were pending before are drained and counted too."""
+    check_int(count, "count", minimum=1)
+    check_int(batch, "batch", minimum=1, maximum=1000)
+    check_bool(progress, "progress")
+    plans.fill_pending(conn, count)
+    from tqdm import tqdm  # the plain bar, on stderr (no widget in saved notebooks)
+
+    done = 0
+    with tqdm(total=count, desc=f"batch={batch}", disable=not progress, leave=False) as bar:
+        started = time.perf_counter()
+        while True:
+            if batch == 1:
+                claim = jobs.claim(conn, worker="perf")
+                if claim is None:
+                    break
+                jobs.finish(conn, claim, None)
+                n = 1
+            else:
+                claims = jobs.claim_many(conn, batch, worker="perf")
+                if not claims:
+                    break
+                n = sum(jobs.finish_many(conn, [(c, None) for c in claims]))
+            done += n
+            bar.update(n)
+        took = time.perf_counter() - started
+    if done < count:
+        raise RuntimeError(f"drained {done} jobs, expected {count}: another worker is running")
+    return done / took
+
+
+def claim_cost(conn: psycopg.Connection) -> dict[str, Any]:
+    """Run the claim (limit 1) under EXPLAIN (ANALYZE, BUFFERS), rolled back: the shared
+    buffers it touched (hit + read, planning excluded), how it read `jobs`, and the time."""
+    doc = plans.explain(conn, jobs.query("claim").sql, CLAIM_PARAMS, analyze=True)
+    top = doc[0]["Plan"]
+    return {"buffers": top["Shared Hit Blocks"] + top["Shared Read Blocks"],
+            "scans": sorted(plans.scans(doc)), "seq_scans": plans.seq_scans(doc),
+            "execution_ms": doc[0]["Execution Time"]}
+
+
+def wal_fsyncs(conn: psycopg.Connection) -> dict[str, Any]:
+    """{"view", "fsyncs"}: how many times the server has fsynced its WAL since the counters
+    were reset, from `pg_stat_io` (object 'wal', PostgreSQL 18+: pg_stat_wal lost its
+    wal_sync column) or `pg_stat_wal.wal_sync` (14-17). Counted whatever track_wal_io_timing
+    says; the times (fsync_time, wal_sync_time) need it on."""
+    version = conn.execute(query("server_version_num").sql).fetchone()[0]
+    name = "wal_fsyncs_io" if version >= 180000 else "wal_fsyncs_wal"
+    view = "pg_stat_io" if version >= 180000 else "pg_stat_wal"
+    conn.execute(query("clear_snapshot").sql)
+    return {"view": view, "fsyncs": conn.execute(query(name).sql).fetchone()[0]}
+
+
+def crash_before_flush(connect: Callable[[], psycopg.Connection], count: int, *,
+                       timeout: float = 30.0) -> dict[str, Any]:
+    """Let a `queue.Worker` (concurrency `count`, no listener, a manual clock that never
+    reaches its batch_wait) claim and run `count` pending no-op jobs, turn by turn, until
+    all their results wait in its completion batch; then drop it without a flush, as a
+    SIGKILL at that moment would. Returns the handler runs and the worker's counts."""
+    check_int(count, "count", minimum=1, maximum=100)
+    check_seconds(timeout, "timeout")
+    ran = []
+    worker = Worker(connect, {"noop": lambda payload: ran.append(1)}, concurrency=count,
+                    listen=False, clock=ManualClock(), name="crash-before-flush")
+    totals: Counter = Counter()
+    deadline = time.monotonic() + timeout
+    while worker.batched < count:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {worker.batched} of {count} results batched; {totals}")
+        worker.wait(0.5)  # a handler thread's wake-up byte, not a guess
+        totals += worker.run_once()
+    worker.abandon()
+    return {"handler_runs": len(ran), "claimed": totals["claimed"],
+            "finished": totals["finished"], "batches": totals["batches"]}
+
+
+# ------------------------------------------------------------------ the benchmark's worker side
+
+
+def stamp(path: str, n: int) -> None:
+    """Append "n time.time()" to `path` (a handler's start, read back by read_stamps)."""
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(f"{int(n)} {time.time():.6f}\n")
+
+
+def read_stamps(path: str) -> dict[int, float]:
+    """{n: start time} from a stamp file (empty before the first stamp)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return {}
+    return {int(n): float(t) for n, t in (line.split() for line in lines if line.count(" ") == 1)}
+
+
+def noop(payload: Mapping[str, Any]) -> None:
+    """The `noop` kind: nothing, unless the payload names a stamp file (latency samples)."""
+    if payload.get("stamp") and "n" in payload:
+        stamp(payload["stamp"], payload["n"])
+
+
+NOOP_HANDLERS = {"noop": noop}
+"""`cachequeue worker --handlers cachequeue.course.labs.perf:NOOP_HANDLERS`."""
+
+
+def waiting_on(conn: psycopg.Connection, names: Sequence[str]) -> set[str]:
+    """Which of these application names have a backend waiting for a lock: held by the start
+    gate, or by a worker that is itself waiting for the gate."""
+    rows = conn.execute(query("waiting_on").sql, {"names": [check_text(n, "each name")
+                                                               for n in names]})
+    return {name for (name,) in rows}
+
+
+def transactions(url: str) -> int:
+    """The database's transaction counter (commits + rollbacks), read on a new connection."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(query("clear_snapshot").sql)
+        return conn.execute(query("transactions").sql).fetchone()[0]
+
+
+def wait_gone(url: str, name: str, timeout: float = 30.0) -> None:
+    """Return once no backend carries application name `name` (its statistics are flushed
+    when it exits), plus a short settle for the last flush."""
+    check_seconds(timeout, "timeout")
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(url, autocommit=True) as conn:
+        while conn.execute(query("backends_named").sql, {"name": name}).fetchone()[0]:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"backends named {name!r} still there after {timeout:g} s")
+            time.sleep(0.05)
+    time.sleep(0.5)
+
+
+def describe_url(url: str) -> str:
+    """host:port/dbname of a connection string (never the password)."""
+    info = conninfo_to_dict(url)
+    return f"{info.get('host', 'local socket')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
+
+
+def settings(conn: psycopg.Connection) -> dict[str, str]:
+    """The server's version and the settings that decide what a commit costs: fsync,
+    synchronous_commit, wal_sync_method, shared_buffers."""
+    row = conn.execute(query("server_facts").sql).fetchone()
+    names = ("server_version", "fsync", "synchronous_commit", "wal_sync_method", "shared_buffers")
+    return dict(zip(names, row, strict=True))
+
+
+def machine(conn: psycopg.Connection, url: str) -> dict[str, Any]:
+    """The machine facts a recorded run carries: date, cores, platform, Python, the server."""
+    return {"date": datetime.now(UTC).strftime("%Y-%m-%d"), "cpus": os.cpu_count(),
+            "platform": platform.platform(), "python": platform.python_version(),
+            "postgresql": settings(conn), "server": describe_url(url)}

@@ -1,0 +1,51 @@
+-- Statements of cachequeue.course.labs.perf (chapter 10 and bench/worker_throughput.py): where the
+-- queue's time goes, and what the server can commit.
+
+-- name: waiting_on
+-- Which of these application names have a backend waiting for a lock (the benchmark's start gate).
+SELECT DISTINCT application_name FROM pg_stat_activity
+WHERE wait_event_type = 'Lock' AND application_name = ANY(%(names)s);
+
+-- name: backends_named
+-- How many backends carry this application name (0 once a stopped worker's connections are gone).
+SELECT count(*) FROM pg_stat_activity WHERE application_name = %(name)s;
+
+-- name: transactions
+-- Transactions this database has run so far (committed and rolled back), from the statistics.
+SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database();
+
+-- name: clear_snapshot
+-- Forget this session's cached statistics, so the next read sees fresh counts.
+SELECT pg_stat_clear_snapshot();
+
+-- name: commits_table
+-- A one-column table for counting commits.
+CREATE TABLE IF NOT EXISTS perf_commits (n int NOT NULL);
+
+-- name: synchronous_commit
+-- Whether this session's commits wait for the WAL to reach the disk (on) or not (off).
+SELECT set_config('synchronous_commit', %(value)s, false);
+
+-- name: commit_one
+-- One small durable write: in autocommit mode, one statement is one commit.
+INSERT INTO perf_commits (n) VALUES (%(n)s);
+
+-- name: server_facts
+-- The server facts a recorded benchmark carries.
+SELECT current_setting('server_version') AS server_version,
+       current_setting('fsync') AS fsync,
+       current_setting('synchronous_commit') AS synchronous_commit,
+       current_setting('wal_sync_method') AS wal_sync_method,
+       current_setting('shared_buffers') AS shared_buffers;
+
+-- name: wal_fsyncs_io
+-- WAL fsyncs since the statistics were last reset (PostgreSQL 18 and later: pg_stat_io, object wal).
+SELECT coalesce(sum(fsyncs), 0)::bigint FROM pg_stat_io WHERE object = 'wal';
+
+-- name: wal_fsyncs_wal
+-- WAL fsyncs since the statistics were last reset (PostgreSQL 14 to 17: pg_stat_wal.wal_sync).
+SELECT wal_sync FROM pg_stat_wal;
+
+-- name: server_version_num
+-- The server's version as a number (180001 for 18.1).
+SELECT current_setting('server_version_num')::integer;

@@ -1,0 +1,284 @@
+"""Chaos: worker processes killed, paused and respawned at random, the server restarted; what survived.
+
+`run(jobs=2000, workers=4, seed=7)` starts a private server (`embedded.Server.private()`,
+whatever DATABASE_URL says), submits `jobs` `effect` jobs (course.handlers: a vendor call per run,
+a charge booked once per business key, a result naming the attempt that computed it), and
+starts `workers` `cachequeue worker` processes. As the jobs get done it carries out a plan
+drawn from `seed`: SIGKILL a worker the moment it reports a job started (and start a fresh
+one in its place), SIGKILL one while a finished job's result waits for the completion
+batch (at its `batching` line the worker is frozen with SIGSTOP, the job checked to be
+still unwritten, then killed: between the handler's return and the flush, so only the
+acknowledgement is lost and the job must run again), SIGSTOP a worker in the
+middle of a long job for longer than its lease (then SIGCONT: its late report must be
+refused), restart the server. `batch` / `batch_wait` are the workers' `--batch` and
+`--batch-wait` (`batch=1`: every finish its own commit, and no flush kills). When every job is
+done (or `time_limit` passed) it stops the workers with SIGTERM and returns a JSON-able
+dict: the plan carried out, the workers' exit statuses, what their logs counted, and the
+verdict of `sql/chaos.sql` (lost, duplicates, results not written by their own attempt,
+jobs stuck in running, stale reports rejected ...). `failures(result)` lists every broken
+invariant, each with the seed that reproduces the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from collections import Counter
+from typing import Any
+
+import psycopg
+
+from ... import db, embedded, sqlfile
+from ...checks import check_int, check_seconds
+from ...queue.notify import CONNECTION_ERRORS, listen
+from .. import chapter
+from ..app import effects
+from .fleet import Fleet, WorkerProcess
+
+__all__ = ["failures", "run"]
+
+_QUERIES = sqlfile.load(__package__, "chaos.sql")
+SCHEMA = "chaos"
+LONG = (0.3, 0.6)  # seconds of work of a long job (one in five): what a SIGSTOP interrupts
+SHORT = (0.005, 0.04)
+
+
+def _plan(rng: random.Random, jobs: int, kills: int, stops: int, restarts: int,
+          flush_kills: int = 0) -> list:
+    """(done-count milestone, action) pairs, in the order they will happen. Flush kills come
+    early, while most jobs are still to do (a batch opens every few jobs then)."""
+    actions = ["kill"] * kills + ["stop"] * stops + ["restart"] * restarts
+    plan = [(rng.randint(jobs // 20, jobs * 17 // 20), a) for a in actions]
+    plan += [(rng.randint(jobs // 20, jobs // 4), "flushkill") for _ in range(flush_kills)]
+    return sorted(plan)
+
+
+class _Monitor:
+    """Counts done jobs; wakes on the jobs channel and reconnects after a restart."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.conn: psycopg.Connection | None = None
+
+    def done(self, wait: float) -> int | None:
+        try:
+            if self.conn is None:
+                self.conn = db.connect(SCHEMA, url=self.url)
+                listen(self.conn)
+            for _ in self.conn.notifies(timeout=wait, stop_after=1):
+                pass
+            return self.conn.execute(_QUERIES["done_count"].sql).fetchone()[0]
+        except CONNECTION_ERRORS:
+            if self.conn is not None:
+                self.conn.close()
+            self.conn = None
+            time.sleep(wait)  # the server is restarting: look again shortly
+            return None
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+
+
+def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, stops: int = 8,
+        restarts: int = 1, concurrency: int = 2, lease: float = 1.0, poll: float = 0.1,
+        restart_mode: str = "immediate", time_limit: float = 600.0, batch: int = 100,
+        batch_wait: float = 0.45, flush_kills: int = 0,
+        progress: bool = False) -> dict[str, Any]:
+    """Run the chaos experiment (see the module docstring) and return its result.
+    `flush_kills` (batching only) are planned, carried out and reported only when > 0."""
+    check_int(jobs, "jobs", minimum=20)
+    check_int(workers, "workers", minimum=2)
+    check_seconds(time_limit, "time_limit")
+    check_int(batch, "batch", minimum=1)
+    check_seconds(batch_wait, "batch_wait", allow_zero=True)
+    check_int(flush_kills, "flush_kills", minimum=0)
+    if flush_kills and batch == 1:
+        raise ValueError("flush_kills need batching (batch > 1): without it there is no flush")
+    rng = random.Random(seed)
+    plan = _plan(rng, jobs, kills, stops, restarts, flush_kills)
+    long_jobs: set[int] = set()
+    options = {"lease": lease, "poll": poll, "concurrency": concurrency, "shutdown_timeout": 5,
+               "batch": batch, "batch_wait": batch_wait}
+    done_actions: Counter = Counter()
+    landed = 0  # flush kills that found the job still not done: they hit the window
+    started = time.monotonic()
+    with embedded.Server.private() as server:
+        with db.connect(url=server.url) as conn:
+            chapter.reset(conn, SCHEMA)
+            effects.install(conn)
+            with conn.transaction():
+                for n in range(jobs):
+                    slow = rng.random() < 0.2
+                    work = rng.uniform(*(LONG if slow else SHORT))
+                    job_id = _submit(conn, n, work)
+                    if slow:
+                        long_jobs.add(job_id)
+        fleet = Fleet(SCHEMA, url=server.url)
+        monitor = _Monitor(server.url)
+        bar = _bar(progress, jobs)
+        try:
+            generation = Counter()
+            live = [fleet.start(f"w{slot}", **options) for slot in range(1, workers + 1)]
+            paused: list[tuple[float, WorkerProcess]] = []
+            done = 0
+            # An action whose milestone was passed is carried out even if the last jobs got
+            # done meanwhile (a batch of results lands at once): the plan is the plan.
+            while ((done < jobs or (plan and plan[0][0] <= done))
+                   and time.monotonic() - started < time_limit):
+                now = time.monotonic()
+                for entry in [p for p in paused if p[0] <= now]:
+                    entry[1].resume()
+                    paused.remove(entry)
+                    live.append(entry[1])
+                if plan and done >= plan[0][0] and (plan[0][1] != "stop" or len(live) > 1):
+                    action = plan.pop(0)[1]
+                    if action == "restart":
+                        server.restart(restart_mode)
+                    elif action in ("kill", "flushkill"):
+                        victim, batched = rng.choice(live), None
+                        if action == "kill":
+                            _at_started(victim, None)
+                        elif (caught := _at_batching(fleet, live, server.url)) is not None:
+                            victim, batched = caught
+                        victim.kill()
+                        victim.wait()
+                        if batched is not None and _not_done(server.url, batched):
+                            landed += 1
+                        live.remove(victim)
+                        slot = victim.name.split(".")[0]
+                        generation[slot] += 1
+                        live.append(fleet.start(f"{slot}.{generation[slot]}", **options))
+                    else:
+                        victim = rng.choice(live)
+                        _at_started(victim, long_jobs)
+                        victim.pause()
+                        live.remove(victim)
+                        paused.append((time.monotonic() + lease + poll + rng.uniform(0.3, 1.0),
+                                       victim))
+                    done_actions[action] += 1
+                count = monitor.done(0.1)
+                if count is not None:
+                    bar.update(count - done)
+                    done = count
+            for _, worker in paused:
+                worker.resume()
+                live.append(worker)
+            for worker in live:
+                worker.terminate()
+            exit_codes = {w.name: w.wait() for w in fleet.workers.values()}
+        finally:
+            bar.close()
+            monitor.close()
+            fleet.close()
+        with db.connect(SCHEMA, url=server.url) as conn:
+            verdict = dict(zip([c.name for c in conn.execute(_QUERIES["verdict"].sql).description],
+                               conn.execute(_QUERIES["verdict"].sql).fetchone(), strict=True))
+    logged = Counter(e["event"] for w in fleet.workers.values() for e in w.events)
+    planned = {"kills": kills, "stops": stops, "restarts": restarts}
+    carried_out = {"kills": done_actions["kill"], "stops": done_actions["stop"],
+                   "restarts": done_actions["restart"]}
+    if flush_kills:
+        planned["flush_kills"] = flush_kills
+        carried_out["flush_kills"] = done_actions["flushkill"]
+    return {
+        "seed": seed, "jobs": jobs, "workers": workers, "concurrency": concurrency,
+        "lease_s": lease, "poll_s": poll, "restart_mode": restart_mode,
+        "batch": batch, "batch_wait_s": batch_wait,
+        "planned": planned, "carried_out": carried_out, "flush_kills_landed": landed,
+        "worker_processes": len(fleet.workers),
+        "exit_codes": exit_codes,
+        "duration_s": round(time.monotonic() - started, 2),
+        "verdict": verdict,
+        "logged": {k: logged[k] for k in ("claimed", "batching", "finished", "retrying",
+                                          "rejected", "lost", "handed-back", "reconnecting",
+                                          "reconnected")},
+    }
+
+
+def _submit(conn: psycopg.Connection, n: int, work: float) -> int:
+    # Many attempts allowed: a job may be hit by several kills; it must still end done.
+    return effects.submit(conn, f"charge-{n}", tenant_id=1 + n % 3, max_attempts=100,
+                           amount=n, work=work)
+
+
+def _at_started(worker: WorkerProcess, among: set[int] | None) -> None:
+    """Wait (up to 5 s) for the worker's next 'started' (of one of `among`, if given)."""
+    # On a timeout, act anyway: an idle worker can be killed or paused as well.
+    with contextlib.suppress(TimeoutError):
+        worker.wait_for("started", 5.0, after=len(worker.events),
+                        where=None if among is None else lambda e: e.get("job") in among)
+
+
+def _at_batching(fleet: Fleet, live: list[WorkerProcess], url: str,
+                 tries: int = 20) -> tuple[WorkerProcess, int] | None:
+    """Wait for the next 'batching' line of any live worker (a result now waits for the
+    flush), freeze that worker (SIGSTOP: it can send no flush now) and look: if the job is
+    still not done, return (worker, job), the worker still frozen, for the kill. Else let
+    it go on (SIGCONT) and wait for the next batch. None after `tries` batches, or when no
+    worker opened a batch for 5 s."""
+    seen = {w.name: len(w.events) for w in live}
+    for _ in range(tries):
+        deadline = time.monotonic() + 5.0
+        found = None
+        with fleet.changed:
+            while found is None:
+                for w in live:
+                    hits = w.find("batching", after=seen[w.name])
+                    if hits:
+                        found = (w, hits[0]["job"])
+                        break
+                if found is None and not fleet.changed.wait(max(0.0, deadline - time.monotonic())):
+                    return None
+        worker, job = found
+        worker.pause()
+        if _not_done(url, job):
+            return worker, job
+        worker.resume()  # flushed already: wait for the next batch
+        seen = {w.name: len(w.events) for w in live}
+    return None
+
+
+def _not_done(url: str, job_id: int) -> bool:
+    """After a flush kill: the job's result was not written (the kill hit the window)."""
+    try:
+        with db.connect(SCHEMA, url=url) as conn:
+            return conn.execute(_QUERIES["not_done"].sql, {"job_id": job_id}).fetchone()[0]
+    except CONNECTION_ERRORS:  # the server is restarting: do not count this one
+        return False
+
+
+def failures(result: dict[str, Any]) -> list[str]:
+    """Every invariant the run broke, one line each (empty: all held). Each names the seed."""
+    v, seed = result["verdict"], result["seed"]
+    wanted = {"lost": 0, "duplicates": 0, "stuck_running": 0, "open_attempts": 0,
+              "not_one_finished_attempt": 0, "results_not_of_their_attempt": 0,
+              "outputs_not_of_their_attempt": 0, "not_one_charge": 0, "done": result["jobs"]}
+    found = [f"{key} = {v[key]}, expected {want}" for key, want in wanted.items() if v[key] != want]
+    if result["carried_out"] != result["planned"]:
+        found.append(f"carried out {result['carried_out']}, planned {result['planned']}")
+    if result["planned"]["stops"] and not v["stale_reports_rejected"]:
+        found.append("workers were paused past their lease, yet no stale report was rejected")
+    if result["planned"].get("flush_kills") and not result.get("flush_kills_landed"):
+        found.append("no kill landed between a handler's return and the flush")
+    crashed = {n: c for n, c in result["exit_codes"].items() if c not in (0, -9)}
+    if crashed:
+        found.append(f"workers exited on their own or uncleanly: {crashed}")
+    return [f"{line} (reproduce with seed={seed})" for line in found]
+
+
+def _bar(enabled: bool, total: int) -> Any:
+    if enabled:
+        from tqdm import tqdm  # the plain bar, on stderr (no widget in saved notebooks)
+
+        return tqdm(total=total, desc="jobs done", unit="job")
+    return _NoBar()
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

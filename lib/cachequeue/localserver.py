@@ -1,0 +1,226 @@
+"""What the two embedded servers (PostgreSQL, Redis) share: where they live, a file lock, a
+pid check, private instances that are reaped after their owner dies, one command line.
+
+`LocalServer` is the shape of both `embedded.Server` and `embedded_redis.Server`: a server
+process of its own folder, started with `start()` (idempotent, serialised across processes
+by a file lock), stopped with `stop(mode)` ('fast': a clean shutdown; 'immediate': like a
+crash), `restart(mode)`, `url`, `running`, and `close()`. `Server.private()` makes one in a
+fresh folder of its own, started, that `close()` (or leaving its `with` block) deletes; a
+folder whose owning process has died is removed, with its server, by the next `private()`.
+
+Nothing here starts a server behind a client's back: only set-up paths call `start()`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+from .checks import check_choice
+
+__all__ = ["MODES", "LocalServer", "command_line", "file_lock", "home", "live_pid", "socket_path"]
+
+MODES = ("fast", "immediate")
+_SOCKET_MAX = 100  # sun_path holds 108 bytes; keep a margin
+
+
+def home() -> Path:
+    """The folder that holds `.pgdata/` and `.redis/`: $CACHEQUEUE_HOME, else the checkout
+    (when the library runs from one), else ~/.cachequeue."""
+    if env := os.environ.get("CACHEQUEUE_HOME"):
+        return Path(env).expanduser().resolve()
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "pyproject.toml").is_file():
+        return checkout
+    return Path.home() / ".cachequeue"
+
+
+def socket_path(wanted: Path, folder: Path, name: str) -> Path:
+    """`wanted` if that path is short enough for a Unix socket, else a short path of
+    `folder`'s own under the temp folder (`name` with a digest of `folder` in it)."""
+    if len(str(wanted)) <= _SOCKET_MAX:
+        return wanted
+    digest = hashlib.sha256(str(folder).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / name.format(digest)
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
+    """Hold an flock on `path` (created if missing): exclusive, or shared with `shared`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def live_pid(pid_file: Path) -> int | None:
+    """The process id on the first line of `pid_file` if that process is alive, else None."""
+    try:
+        pid = int(pid_file.read_text().split()[0])
+    except (FileNotFoundError, NotADirectoryError, ValueError, IndexError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass  # alive, another user's (the PostgreSQL server runs as its own user under root)
+    try:  # a killed daemon stays a zombie until init reaps it: it is gone all the same
+        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            return None
+    except (OSError, IndexError):
+        pass  # no /proc (macOS), or it ended just now
+    return pid
+
+
+class LocalServer:
+    """A server process of its own folder (see the module docstring). Subclasses give
+    `url`, `running`, `pid()`, `start()`, `_stop(mode)`, and where private folders go."""
+
+    PRIVATE_PREFIX: ClassVar[str] = "srv-"
+    PRIVATE_OPTIONS: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, folder: str | os.PathLike) -> None:
+        self.folder = Path(folder).resolve()
+        self._owner: int | None = None  # the pid that made a private server, else None
+
+    # ------------------------------------------------------------------ subclasses
+
+    @classmethod
+    def private_parent(cls) -> Path:
+        """The folder that holds this kind's private servers."""
+        raise NotImplementedError
+
+    @property
+    def url(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def running(self) -> bool:
+        raise NotImplementedError
+
+    def pid(self) -> int | None:
+        """The server's process id if it is alive, else None."""
+        raise NotImplementedError
+
+    def start(self) -> str:
+        """Start the server unless it runs; return its URL once it accepts connections."""
+        raise NotImplementedError
+
+    def _stop(self, mode: str) -> None:
+        raise NotImplementedError
+
+    def _remove(self) -> None:
+        """Delete a private server's files (its folder; a subclass adds what lives elsewhere)."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    # ------------------------------------------------------------------ the shape
+
+    @classmethod
+    def private(cls) -> Self:
+        """A started server in a fresh folder of its own, deleted again by `close()`."""
+        parent = cls.private_parent()
+        parent.mkdir(parents=True, exist_ok=True)
+        cls.reap(parent)
+        # Made under a name the reaper does not look at, then renamed: a folder with the
+        # prefix always has its owner.pid.
+        fresh = Path(tempfile.mkdtemp(prefix=".new-", dir=parent))
+        (fresh / "owner.pid").write_text(f"{os.getpid()}\n")
+        folder = parent / (cls.PRIVATE_PREFIX + fresh.name.removeprefix(".new-"))
+        fresh.rename(folder)
+        server = cls(folder, **cls.PRIVATE_OPTIONS)
+        server._owner = os.getpid()
+        atexit.register(server._close_at_exit)  # a kernel restarted mid-section leaves nothing
+        try:
+            server.start()
+        except BaseException:
+            server.close()
+            raise
+        return server
+
+    @classmethod
+    def reap(cls, parent: Path) -> None:
+        """Remove private servers under `parent` whose owning process is gone."""
+        for folder in parent.glob(cls.PRIVATE_PREFIX + "*"):
+            if live_pid(folder / "owner.pid") is not None:
+                continue
+            orphan = cls(folder)
+            with contextlib.suppress(Exception):  # a server that will not stop: remove anyway
+                orphan.stop("immediate")
+            orphan._remove()
+
+    def stop(self, mode: str = "fast") -> bool:
+        """Stop the server: 'fast' (sessions ended, a clean shutdown) or 'immediate' (like a
+        crash). Returns False if it was not running."""
+        check_choice(mode, "mode", MODES)
+        if self.pid() is None:
+            return False
+        self._stop(mode)
+        return True
+
+    def restart(self, mode: str = "fast") -> str:
+        """Stop, then start again: every session is cut off; return the URL."""
+        self.stop(mode)
+        return self.start()
+
+    def close(self) -> None:
+        """Stop the server at once; a private server's folder is deleted too."""
+        if self._owner is not None:
+            atexit.unregister(self._close_at_exit)
+        if self.folder.exists():
+            self.stop("immediate")
+        if self._owner is not None:
+            self._remove()
+
+    def _close_at_exit(self) -> None:
+        if os.getpid() == self._owner:  # not in a forked child
+            self.close()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"{type(self).__name__}({str(self.folder)!r}, {state})"
+
+
+def command_line(argv: list[str], *, prog: str, start: Callable[[], str],
+                 stop: Callable[[], bool], running_url: Callable[[], str | None],
+                 folder: Callable[[], Path], errors: tuple[type[BaseException], ...]) -> int:
+    """`python -m <prog> start|stop|status|url` for the shared embedded server of a module:
+    `start` prints the URL, `url` prints it (exit 1 if not running), `status` says whether
+    it runs. A failure in `errors` is one line on stderr and exit status 1."""
+    actions: dict[str, Callable[[], str]] = {
+        "start": start,
+        "stop": lambda: "stopped" if stop() else "not running",
+        "status": lambda: (f"running: {url}" if (url := running_url())
+                           else f"not running (folder {folder()})"),
+        "url": lambda: running_url() or "",
+    }
+    action = argv[0] if argv else "status"
+    if action not in actions or len(argv) > 1:
+        print(f"usage: python -m {prog} {'|'.join(actions)}", file=sys.stderr)
+        return 2
+    try:
+        said = actions[action]()
+    except errors as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 1
+    print(said)
+    return 1 if action == "url" and not said else 0

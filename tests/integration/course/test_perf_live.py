@@ -1,0 +1,93 @@
+"""course.perf against a real PostgreSQL: commit timing, drains, claim cost, the bench probes."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import psycopg
+import pytest
+
+from cachequeue import db
+from cachequeue.course.labs import perf
+from cachequeue.course.probes import plans
+from cachequeue.queue import jobs
+
+
+def test_commit_times_counts_one_commit_per_insert_and_restores_the_setting(conn):
+    on = perf.commit_times(conn, 20)
+    off = perf.commit_times(conn, 20, synchronous=False)
+    assert len(on) == len(off) == 20 and min(on + off) > 0
+    assert conn.execute("SELECT count(*) FROM perf_commits").fetchone()[0] == 40
+    assert conn.execute("SHOW synchronous_commit").fetchone()[0] == "on"
+
+
+def test_commit_times_needs_autocommit(schema):
+    with psycopg.connect(db.database_url(), options=f"-c search_path={schema}") as plain, \
+            pytest.raises(ValueError, match="autocommit"):
+        perf.commit_times(plain, 1)
+
+
+@pytest.mark.parametrize("batch", [1, 7])
+def test_drain_rate_finishes_every_job(conn, batch):
+    plans.fill_pending(conn, 3)  # already waiting: drained and counted as well
+    rate = perf.drain_rate(conn, 30, batch=batch, progress=False)
+    assert rate > 0
+    states = dict(conn.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
+    assert states == {"done": 33}
+
+
+def test_claim_cost_reads_the_plan_and_changes_nothing(conn):
+    plans.fill_pending(conn, 5)
+    plans.fill_finished(conn, 2000)
+    plans.analyze(conn, vacuum=True)
+    cost = perf.claim_cost(conn)
+    assert cost["buffers"] > 0 and cost["execution_ms"] >= 0
+    assert any("jobs_runnable" in scan for scan in cost["scans"])
+    assert conn.execute("SELECT count(*) FROM jobs WHERE state = 'pending'").fetchone()[0] == 5
+
+
+def test_waiting_on_sees_a_claim_blocked_by_a_table_lock(schema):
+    name = f"perf-test-{uuid.uuid4().hex[:8]}"
+    url = db.database_url()
+    with db.connect(schema) as gate, db.connect(schema) as watch:
+        plans.fill_pending(gate, 1)
+        gate.execute("BEGIN")
+        gate.execute("LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")
+        claimed = []
+
+        def claim():
+            with psycopg.connect(url, autocommit=True, application_name=name,
+                                 options=f"-c search_path={schema}") as blocked:
+                claimed.append(jobs.claim(blocked))
+
+        thread = threading.Thread(target=claim)
+        thread.start()
+        try:
+            for _ in range(400):
+                if perf.waiting_on(watch, [name, "someone-else"]) == {name}:
+                    break
+                threading.Event().wait(0.025)
+            assert perf.waiting_on(watch, [name]) == {name}
+        finally:
+            gate.execute("COMMIT")
+            thread.join(10)
+        assert claimed and claimed[0] is not None
+        assert perf.waiting_on(watch, [name]) == set()
+
+
+def test_transactions_counts_what_a_finished_backend_ran(schema):
+    url = db.database_url()
+    name = f"perf-test-{uuid.uuid4().hex[:8]}"
+    before = perf.transactions(url)
+    with psycopg.connect(url, autocommit=True, application_name=name) as other:
+        for _ in range(5):
+            other.execute("SELECT 1")
+    perf.wait_gone(url, name)
+    assert perf.transactions(url) - before >= 5
+
+
+def test_machine_facts_name_the_server(conn):
+    facts = perf.machine(conn, "postgresql://u:pw@127.0.0.1:5432/x")
+    assert facts["cpus"] >= 1 and facts["server"] == "127.0.0.1:5432/x"
+    assert facts["postgresql"]["fsync"] in ("on", "off")

@@ -1,0 +1,252 @@
+"""Worker.run_once() turn by turn, against real PostgreSQL: what one turn does and counts, and
+the fenced completion batch (flushed when full or due, refused row by row after a takeover,
+sent again after a lost answer). The worker's clock is a ManualClock and its connection's
+database clock is set by hand; the only waits are for a handler thread's wake-up byte."""
+
+import threading
+import time
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+import pytest
+
+from cachequeue import db
+from cachequeue.clock import ManualClock
+from cachequeue.queue import Worker, jobs
+from cachequeue.queue.worker import BATCH_WAIT
+
+WAIT = 30  # seconds: the bound on "eventually"
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class Harness:
+    """A Worker on a manual clock whose connection runs on the database clock T0 + `db_at`."""
+
+    def __init__(self, schema, handlers, **kw):
+        self.schema = schema
+        self.clock = ManualClock()
+        self.conns: list[psycopg.Connection] = []
+        self.db_at = 0.0
+        kw.setdefault("listen", False)
+        kw.setdefault("name", "turns")
+        self.worker = Worker(self._connect, handlers, clock=self.clock, **kw)
+
+    def _connect(self):
+        conn = db.connect(self.schema)
+        db.set_clock(conn, T0 + timedelta(seconds=self.db_at))
+        self.conns.append(conn)
+        return conn
+
+    def turn(self) -> Counter:
+        return self.worker.run_once()
+
+    def turns_until(self, done) -> Counter:
+        """Turns until `done(total)`; between turns, wait for the loop's wake-up byte (a
+        handler finished), bounded."""
+        total = Counter()
+        deadline = time.monotonic() + WAIT
+        while not done(total):
+            assert time.monotonic() < deadline, f"never happened; so far {total}"
+            self.worker.wait(0.5)
+            total += self.turn()
+        return total
+
+
+@pytest.fixture
+def harness(schema):
+    made = []
+
+    def make(handlers, **kw):
+        h = Harness(schema, handlers, **kw)
+        made.append(h)
+        return h
+
+    yield make
+    for h in made:
+        h.worker.close()
+
+
+def states(conn, ids):
+    return [jobs.status(conn, tenant_id=1, job_id=i).state for i in ids]
+
+
+def submit(conn, n, **kw):
+    db.set_clock(conn, T0)
+    return [jobs.submit(conn, tenant_id=1, kind="noop", payload={"n": k}, **kw) for k in range(n)]
+
+
+def test_one_turn_claims_for_the_free_slots_and_returns_what_it_did(conn, harness):
+    gate = threading.Event()
+    ids = submit(conn, 3)
+    h = harness({"noop": lambda payload: gate.wait(WAIT) and payload["n"]}, concurrency=2)
+    first = h.turn()
+    assert first["claimed"] == 2 and first["finished"] == 0
+    assert states(conn, ids) == ["running", "running", "pending"]
+    assert h.turn()["claimed"] == 0, "both slots are busy: nothing more is claimed"
+    gate.set()
+    # The two results join the batch (their slots are free at once: the third job is
+    # claimed), but nothing is written until the batch is due.
+    total = h.turns_until(lambda t: t["claimed"] == 1)
+    assert total["finished"] == 0 and h.worker.batched >= 1
+    assert states(conn, ids)[:2] == ["running", "running"]
+    total = h.turns_until(lambda t: h.worker.batched == 3)
+    h.clock.advance(BATCH_WAIT)  # batch_wait: the oldest result has waited long enough
+    flushed = h.turn()
+    assert (flushed["finished"], flushed["batches"], flushed["statements"]) == (3, 1, 1)
+    assert states(conn, ids) == ["done"] * 3
+    outputs = conn.execute("SELECT output FROM job_results ORDER BY job_id").fetchall()
+    assert [o[0] for o in outputs] == [0, 1, 2]
+
+
+def test_a_full_batch_is_flushed_in_the_turn_that_fills_it(conn, harness):
+    ids = submit(conn, 4)
+    h = harness({"noop": lambda payload: None}, concurrency=4, batch=4)
+    total = h.turns_until(lambda t: t["finished"] == 4)
+    assert total["batches"] == 1 and total["claimed"] == 4
+    assert states(conn, ids) == ["done"] * 4
+    assert h.clock() == 0, "no time passed: the size, not the wait, flushed it"
+
+
+def test_with_batching_off_every_success_is_its_own_statement(conn, harness):
+    ids = submit(conn, 3)
+    h = harness({"noop": lambda payload: None}, concurrency=3, batch=1)
+    total = h.turns_until(lambda t: t["finished"] == 3)
+    assert total["batches"] == 0
+    assert states(conn, ids) == ["done"] * 3
+
+
+def test_a_failure_is_reported_at_once_while_successes_wait_for_the_batch(conn, harness):
+    db.set_clock(conn, T0)
+    good = jobs.submit(conn, tenant_id=1, kind="noop", payload={})
+    bad = jobs.submit(conn, tenant_id=1, kind="always_fail", payload={}, max_attempts=1)
+    unstorable = jobs.submit(conn, tenant_id=1, kind="flaky", payload={})
+
+    def boom(payload):
+        raise RuntimeError("vendor down")
+
+    h = harness({"noop": lambda payload: "ok", "always_fail": boom,
+                 "flaky": lambda payload: {"at": object()}}, concurrency=3)
+    total = h.turns_until(lambda t: t["failed"] == 2)
+    assert total["finished"] == 0
+    assert states(conn, [good, bad, unstorable]) == ["running", "failed", "failed"]
+    assert jobs.status(conn, tenant_id=1, job_id=unstorable).last_error.startswith("InvalidJob")
+    h.clock.advance(BATCH_WAIT)
+    assert h.turn()["finished"] == 1
+    assert states(conn, [good]) == ["done"]
+
+
+def test_a_late_flush_after_a_takeover_is_refused_for_that_row_only(conn, harness):
+    ids = submit(conn, 3)
+    h = harness({"noop": lambda payload: payload["n"]}, concurrency=3, lease=30)
+    h.turns_until(lambda t: h.worker.batched == 3)
+    # While the results wait, the second job's lease runs out (as if granted 25 s earlier)
+    # and another worker takes the job over.
+    conn.execute("UPDATE jobs SET locked_until = %s WHERE id = %s",
+                 [T0 + timedelta(seconds=5), ids[1]])
+    db.set_clock(conn, T0 + timedelta(seconds=6))
+    taken = jobs.claim(conn, lease=30, worker="other")
+    assert (taken.job_id, taken.attempt) == (ids[1], 2)
+    h.db_at = 10  # the worker's own connection is still inside the other two leases
+    db.set_clock(h.conns[-1], T0 + timedelta(seconds=10))
+    h.clock.advance(BATCH_WAIT)
+    flushed = h.turn()
+    assert (flushed["finished"], flushed["rejected"], flushed["batches"]) == (2, 1, 1)
+    assert states(conn, ids) == ["done", "running", "done"]
+    first = [row for row in jobs.history(conn, ids[1]) if row["attempt"] == 1]
+    assert [(r["outcome"], r["rejected_report"]) for r in first] == [("expired", "finish")]
+    assert jobs.finish(conn, taken, "the new attempt's result"), "the new holder still may"
+
+
+def test_a_flush_whose_answer_was_lost_is_sent_again_and_not_counted_as_refused(
+        conn, harness, monkeypatch):
+    ids = submit(conn, 3)
+    h = harness({"noop": lambda payload: None}, concurrency=3)
+    h.turns_until(lambda t: h.worker.batched == 3)
+    real = jobs.finish_many
+
+    def committed_then_cut(connection, results):
+        real(connection, results)  # the rows commit, then the answer is lost with the connection
+        monkeypatch.setattr(jobs, "finish_many", real)
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(jobs, "finish_many", committed_then_cut)
+    h.clock.advance(BATCH_WAIT)
+    cut = h.turn()
+    assert cut["disconnects"] == 1 and cut["finished"] == 0
+    assert states(conn, ids) == ["done"] * 3
+    h.clock.advance(10)  # past the reconnect backoff
+    again = h.turn()
+    assert (again["finished"], again["rejected"]) == (3, 0)
+    assert h.worker.stats["rejected"] == 0
+
+
+def test_an_older_attempt_of_a_job_in_the_batch_is_flushed_before_the_newer_joins(
+        conn, harness):
+    db.set_clock(conn, T0)
+    job_id = jobs.submit(conn, tenant_id=1, kind="noop", payload={})
+    release = {1: threading.Event(), 2: threading.Event()}
+    h = harness({"noop": lambda payload, ctx: release[ctx.claim.attempt].wait(WAIT) and
+                 ctx.claim.attempt}, concurrency=2, lease=30, heartbeat=0)
+    assert h.turn()["claimed"] == 1
+    # Its lease expires on the worker's own database clock; the worker takes the job over.
+    h.db_at = 31
+    db.set_clock(h.conns[-1], T0 + timedelta(seconds=31))
+    h.clock.advance(h.worker._poll)
+    assert h.turn()["claimed"] == 1
+    release[1].set()
+    h.turns_until(lambda t: h.worker.batched == 1)
+    release[2].set()
+    total = h.turns_until(lambda t: t["rejected"] == 1)  # attempt 1 flushed first, refused
+    h.clock.advance(BATCH_WAIT)
+    total += h.turn()
+    assert (total["finished"], total["rejected"]) == (1, 1)
+    assert jobs.status(conn, tenant_id=1, job_id=job_id).output == 2
+
+
+def test_stop_flushes_the_batch_and_the_loop_is_finished(conn, harness):
+    ids = submit(conn, 2)
+    h = harness({"noop": lambda payload: None}, concurrency=2)
+    h.turns_until(lambda t: h.worker.batched == 2)
+    assert not h.worker.finished
+    h.worker.stop()
+    turn = h.turn()
+    assert (turn["finished"], turn["claimed"]) == (2, 0) and h.worker.finished
+    assert states(conn, ids) == ["done"] * 2
+
+
+@pytest.mark.parametrize(("kwargs", "error"), [
+    ({"batch": 0}, ValueError), ({"batch": 2.5}, TypeError), ({"batch_wait": -1}, ValueError),
+    ({"batch_wait": 20, "lease": 30}, ValueError), ({"clock": 3}, TypeError),
+])
+def test_bad_batch_settings_are_refused(schema, kwargs, error):
+    with pytest.raises(error):
+        Worker(lambda: db.connect(schema), {"noop": print}, **kwargs)
+
+
+def test_a_crash_before_the_flush_loses_only_the_acknowledgements(conn, harness):
+    ids = submit(conn, 3)
+    ran = []
+    h = harness({"noop": lambda payload: ran.append(payload["n"])}, concurrency=3, lease=30)
+    h.turns_until(lambda t: h.worker.batched == 3)
+    h.worker.abandon()  # a SIGKILL between the handlers' return and the flush
+    assert sorted(ran) == [0, 1, 2] and states(conn, ids) == ["running"] * 3
+    assert conn.execute("SELECT count(*) FROM job_results").fetchone()[0] == 0
+    db.set_clock(conn, T0 + timedelta(seconds=31))  # the leases run out: the jobs come back
+    again = jobs.claim_many(conn, 3, lease=30, worker="next")
+    assert sorted((c.job_id, c.attempt) for c in again) == [(i, 2) for i in ids]
+    assert [r["outcome"] for r in jobs.history(conn, ids[0])] == ["expired", None]
+
+
+def test_a_result_whose_lease_may_run_out_before_the_flush_is_reported_alone_at_once(
+        conn, harness):
+    ids = submit(conn, 2)
+    gate = threading.Event()
+    h = harness({"noop": lambda payload: gate.wait(WAIT) and payload["n"]}, concurrency=2,
+                lease=30, heartbeat=0)
+    assert h.turn()["claimed"] == 2
+    h.clock.advance(30 - BATCH_WAIT / 2)  # unrenewed, the leases end within one batch_wait
+    gate.set()
+    total = h.turns_until(lambda t: t["finished"] == 2)
+    assert total["batches"] == 0, "each was finished alone, before the next claim"
+    assert states(conn, ids) == ["done"] * 2

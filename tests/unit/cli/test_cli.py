@@ -1,0 +1,78 @@
+"""The `cachequeue` command line: bad arguments are one line on stderr and exit status 2,
+before anything touches the database (db.connect is replaced by a tripwire here)."""
+
+import subprocess
+import sys
+
+import pytest
+
+from cachequeue import cli, db
+from cachequeue.cli import base
+
+GOOD = ["worker", "--schema", "ch06", "--handlers", "cachequeue.course.app.effects:EFFECT_HANDLERS"]
+
+
+@pytest.fixture(autouse=True)
+def no_database(monkeypatch):
+    def tripwire(*args, **kwargs):
+        raise AssertionError("the command touched the database")
+
+    monkeypatch.setattr(db, "connect", tripwire)
+    monkeypatch.setattr(db.embedded, "start", tripwire)
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["worker", "--schema", "ch06", "--handlers", "no.such.module:H"],
+     "cannot import handler module 'no.such.module'"),
+    (["worker", "--schema", "ch06", "--handlers", "cachequeue.course.app.effects:NOPE"],
+     "has no attribute 'NOPE'"),
+    (["worker", "--schema", "ch06", "--handlers", "json:dumps"], "must be a mapping"),
+    (["worker", "--schema", "ch06", "--handlers", "cachequeue.course.app.effects"],
+     "must look like MODULE:ATTR"),
+    (GOOD + ["--kinds", "effect,summarise"], "no handler for the kinds ['summarise']"),
+    (GOOD + ["--lease", "0"], "lease must be > 0"),
+    (GOOD + ["--lease", "-3"], "lease must be > 0"),
+    (GOOD + ["--lease", "soon"], "invalid float value: 'soon'"),
+    (GOOD + ["--concurrency", "0"], "concurrency must be >= 1"),
+    (GOOD + ["--heartbeat", "40"], "heartbeat (40 s) must be shorter than the lease"),
+    (GOOD + ["--shutdown-timeout", "-1"], "shutdown_timeout must be >= 0"),
+    (GOOD + ["--kinds", "a,,b"], "a comma-separated list of kinds"),
+    (GOOD + ["--tenant-cap", "2"], "tenant_cap needs fair=True"),
+    (GOOD + ["--fair", "--tenant-cap", "0"], "tenant_cap must be >= 1"),
+    (["worker", "--schema", "Bad-Name", "--handlers", "cachequeue.course.app.effects:EFFECT_HANDLERS"],
+     "schema name must be lower-case"),
+    (["worker", "--schema", "ch06"], "the following arguments are required: --handlers"),
+    (["nonsense"], "invalid choice: 'nonsense'"),
+    ([], "the following arguments are required: COMMAND"),
+])
+def test_bad_arguments_are_one_line_and_exit_2(capsys, argv, message):
+    assert cli.main(argv) == base.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("cachequeue"), err
+    assert message in err
+
+
+def test_a_malformed_database_url_is_a_usage_error_too(capsys, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "mysql://localhost/x")
+    assert cli.main(GOOD) == 2
+    assert "DATABASE_URL must start with postgresql://" in capsys.readouterr().err
+
+
+def test_the_registry_builds_one_subcommand_per_command():
+    assert [c.name for c in cli.COMMANDS] == ["worker", "serve"]
+    with pytest.raises(SystemExit) as exit_:
+        cli.build_parser().parse_args(["worker", "--help"])
+    assert exit_.value.code == 0
+
+
+def test_python_dash_m_runs_the_same_command_line():
+    # A real process, and a real exit status: this module cannot be imported.
+    done = subprocess.run([sys.executable, "-m", "cachequeue", "worker", "--schema", "ch06",
+                           "--handlers", "no_such_module:HANDLERS"],
+                          capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "DATABASE_URL": "postgresql://x@127.0.0.1:1/x"})
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "cachequeue worker: cannot import handler module 'no_such_module': "
+        "No module named 'no_such_module' (see --help)"]

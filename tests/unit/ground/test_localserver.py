@@ -1,0 +1,91 @@
+"""The shape both embedded servers share (cachequeue.localserver), without starting one:
+pid files, locks, short socket paths, the command line, the mode check."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cachequeue import embedded, embedded_redis
+from cachequeue.errors import DatabaseUnavailable
+from cachequeue.localserver import LocalServer, command_line, file_lock, live_pid, socket_path
+
+
+def test_live_pid_names_only_a_live_process(tmp_path):
+    pid_file = tmp_path / "x.pid"
+    assert live_pid(pid_file) is None  # no file
+    pid_file.write_text("not a pid\n")
+    assert live_pid(pid_file) is None
+    pid_file.write_text(f"{os.getpid()}\n/some/folder\n")
+    assert live_pid(pid_file) == os.getpid()
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    pid_file.write_text(f"{child.pid}\n")
+    assert live_pid(pid_file) is None  # ended (and reaped)
+
+
+def test_a_zombie_counts_as_gone(tmp_path):
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("needs /proc")
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # ended, not reaped: a zombie
+    (tmp_path / "z.pid").write_text(f"{child.pid}\n")
+    try:
+        assert live_pid(tmp_path / "z.pid") is None
+    finally:
+        child.wait()
+
+
+def test_shared_locks_coexist_and_an_exclusive_one_waits_for_them(tmp_path):
+    lock = tmp_path / "sub" / "x.lock"
+    with file_lock(lock, shared=True), open(lock) as other:
+        fcntl.flock(other, fcntl.LOCK_SH | fcntl.LOCK_NB)  # another reader: fine
+        fcntl.flock(other, fcntl.LOCK_UN)
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    with file_lock(lock), open(lock) as other, pytest.raises(BlockingIOError):
+        fcntl.flock(other, fcntl.LOCK_SH | fcntl.LOCK_NB)
+
+
+def test_a_deep_folder_gets_short_stable_socket_paths(tmp_path):
+    deep = tmp_path / ("x" * 120)
+    pg = embedded.Server(deep)
+    assert len(str(pg.socket_dir / ".s.PGSQL.5432")) <= 100
+    assert pg.socket_dir == embedded.Server(deep).socket_dir != pg.data
+    assert embedded.Server(tmp_path).socket_dir == tmp_path / "data"
+    assert socket_path(tmp_path / "s", deep, "cq-{}.sock") == tmp_path / "s"
+    assert embedded_redis.Server(deep).socket != pg.socket_dir / ".s.PGSQL.5432"
+
+
+def test_both_servers_have_the_one_shape():
+    """The lifecycle is written once (LocalServer); each server adds only how it runs."""
+    shared = ("private", "reap", "stop", "restart", "close", "__enter__", "__exit__")
+    own = ("url", "running", "pid", "start", "_stop", "private_parent")
+    for cls in (embedded.Server, embedded_redis.Server):
+        assert issubclass(cls, LocalServer)
+        assert all(name not in vars(cls) for name in shared), cls
+        assert all(name in vars(cls) for name in own), cls
+    with pytest.raises(ValueError, match=r"mode must be one of \('fast', 'immediate'\)"):
+        embedded.Server("/nonexistent").stop("smart")  # checked before anything is looked at
+
+
+def test_the_command_line_says_usage_and_errors_in_one_line(capsys, tmp_path):
+    def fail():
+        raise DatabaseUnavailable("could not start")
+
+    args = {"prog": "x", "start": fail, "stop": lambda: False, "running_url": lambda: None,
+            "folder": lambda: tmp_path, "errors": (DatabaseUnavailable,)}
+    assert command_line(["nonsense"], **args) == 2
+    assert capsys.readouterr().err == "usage: python -m x start|stop|status|url\n"
+    assert command_line(["start"], **args) == 1
+    assert capsys.readouterr().err == "x: could not start\n"
+    assert command_line([], **args) == 0
+    assert capsys.readouterr().out == f"not running (folder {tmp_path})\n"
+    assert command_line(["url"], **args) == 1
+    assert command_line(["stop"], **args) == 0
+    assert capsys.readouterr().out == "\nnot running\n"

@@ -1,0 +1,313 @@
+"""SharedCache on fakeredis: two caches on one fake server stand for two processes.
+
+Interleavings are fixed by GatedLoader's events; the degradation tests turn the fake
+server off (`connected = False`) and step the breaker with a ManualClock. Real processes,
+a real server that stops and one that stalls are in tests/integration/test_shared_redis.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import fakeredis
+import pytest
+
+from cachequeue.cache import CacheBusy
+from cachequeue.clock import ManualClock
+from cachequeue.course.probes.workload import GatedLoader
+from cachequeue.shared import SharedCache, SharedCacheTimeout
+
+NS = "cq:t_unit:"
+
+
+class Boom(Exception):
+    pass
+
+
+@pytest.fixture
+def server():
+    return fakeredis.FakeServer()
+
+
+@pytest.fixture
+def make(server):
+    def make(**kwargs) -> SharedCache:
+        client = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
+        kwargs.setdefault("clock", ManualClock())
+        return SharedCache(client, namespace=NS, **kwargs)
+    return make
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_a_miss_loads_stores_json_with_its_ttl_and_the_next_call_hits(make, server):
+    cache = make()
+    gate = GatedLoader({"summary": "摘要", "tags": ["a"]})
+    gate.release.set()
+
+    async def scenario():
+        first = await cache.get_or_load("k", gate, ttl=30)
+        again = await cache.get_or_load("k", gate, ttl=30)
+        return first, again
+
+    first, again = run(scenario())
+    assert first == again == {"summary": "摘要", "tags": ["a"]}
+    raw = fakeredis.FakeRedis(server=server, decode_responses=True)
+    assert json.loads(raw.get(NS + "v:k")) == first
+    assert 29_000 < raw.pttl(NS + "v:k") <= 30_000
+    assert raw.exists(NS + "load:k") == 0, "the load lock is released"
+    assert (cache.stats.loads, cache.stats.hits, gate.calls) == (1, 1, 1)
+
+
+def test_every_caller_gets_its_own_copy(make):
+    cache, gate = make(), GatedLoader({"tags": ["a"]})
+
+    async def scenario():
+        readers = [asyncio.create_task(cache.get_or_load("k", gate, ttl=5)) for _ in range(2)]
+        await gate.started.wait()
+        gate.release.set()
+        one, two = await asyncio.gather(*readers)
+        one["tags"].append("mutated")
+        return two, await cache.get_or_load("k", gate, ttl=5)
+
+    two, later = run(scenario())
+    assert two == later == {"tags": ["a"]}
+
+
+def test_concurrent_misses_in_two_processes_share_one_load(make):
+    a, b = make(), make()
+    gate = GatedLoader("summary")
+
+    async def scenario():
+        readers = [asyncio.create_task(a.get_or_load("k", gate, ttl=5)) for _ in range(20)]
+        await gate.started.wait()  # a holds the load lock and is loading
+        readers += [asyncio.create_task(b.get_or_load("k", gate, ttl=5)) for _ in range(20)]
+        while b.stats.waits == 0:  # b's lookup has found the lock and waits
+            await asyncio.sleep(0)
+        gate.release.set()
+        return await asyncio.gather(*readers)
+
+    assert run(scenario()) == ["summary"] * 40
+    assert gate.calls == 1
+    assert (a.stats.loads, a.stats.coalesced, b.stats.loads, b.stats.waits, b.stats.coalesced) == (
+        1, 19, 0, 1, 19)
+
+
+def test_a_failed_load_reaches_its_waiters_releases_the_lock_and_another_process_loads(make):
+    a, b = make(), make()
+    failing, good = GatedLoader(error=Boom("model down")), GatedLoader("summary")
+
+    async def scenario():
+        mine = [asyncio.create_task(a.get_or_load("k", failing, ttl=5)) for _ in range(3)]
+        await failing.started.wait()
+        theirs = asyncio.create_task(b.get_or_load("k", good, ttl=5))
+        while b.stats.waits == 0:
+            await asyncio.sleep(0)
+        failing.release.set()
+        outcomes = await asyncio.gather(*mine, return_exceptions=True)
+        await good.started.wait()  # b took over once the lock was released
+        good.release.set()
+        return outcomes, await theirs
+
+    outcomes, theirs = run(scenario())
+    assert [type(o) for o in outcomes] == [Boom] * 3
+    assert theirs == "summary"
+    assert (a.stats.failures, b.stats.loads) == (1, 1)
+
+
+def test_a_loader_that_never_lets_go_loses_its_lock_after_load_timeout_and_another_loads(
+        make, server):
+    """A loader whose process died (or hangs) never releases its load lock: Redis expires it
+    after `load_timeout`, a waiting process takes the key over and loads, and when the old
+    load does finish after all, the value written first stays for everyone."""
+    raw = fakeredis.FakeRedis(server=server, decode_responses=True)
+    a, b = make(load_timeout=0.2), make(wait_timeout=10)
+    hung, heir = GatedLoader("from a, too late"), GatedLoader("from b")
+    heir.release.set()
+
+    async def scenario():
+        loop = asyncio.get_running_loop()
+        mine = asyncio.create_task(a.get_or_load("k", hung, ttl=5))
+        await hung.started.wait()  # a holds the lock with a 200 ms expiry, and never lets go
+        locked_at = loop.time()
+        lock_ttl = raw.pttl(NS + "load:k")
+        theirs = await asyncio.wait_for(b.get_or_load("k", heir, ttl=5), timeout=10)
+        took_over_after = loop.time() - locked_at
+        stored = json.loads(raw.get(NS + "v:k"))
+        hung.release.set()  # the old load finally returns: it must not replace b's value
+        return lock_ttl, theirs, took_over_after, stored, await mine
+
+    lock_ttl, theirs, took_over_after, stored, late = run(scenario())
+    assert 0 < lock_ttl <= 200, "the load lock expires after load_timeout"
+    assert theirs == stored == "from b"
+    assert took_over_after >= 0.15, "b loaded only once a's lock had run out"
+    assert (b.stats.waits, b.stats.loads, heir.calls, hung.calls) == (1, 1, 1, 1)
+    assert late == "from b", "the first value written stays, and a answers with it too"
+    assert json.loads(raw.get(NS + "v:k")) == "from b"
+    assert raw.exists(NS + "load:k") == 0
+
+
+def test_a_value_once_written_is_never_replaced(make, server):
+    raw = fakeredis.FakeRedis(server=server, decode_responses=True)
+    cache, gate = make(), GatedLoader("mine")
+
+    async def scenario():
+        reader = asyncio.create_task(cache.get_or_load("k", gate, ttl=5))
+        await gate.started.wait()
+        raw.set(NS + "v:k", json.dumps("theirs"))  # written meanwhile (e.g. our lock expired)
+        gate.release.set()
+        return await reader
+
+    assert run(scenario()) == "theirs", "the first value written wins for every reader"
+    assert json.loads(raw.get(NS + "v:k")) == "theirs"
+
+
+def test_waiting_for_a_load_that_never_finishes_times_out(make, server):
+    raw = fakeredis.FakeRedis(server=server, decode_responses=True)
+    raw.set(NS + "load:k", "someone", px=60_000)  # a loader that is stuck
+    cache = make(wait_timeout=0.05)
+    gate = GatedLoader("never")
+    with pytest.raises(SharedCacheTimeout, match="loading elsewhere"):
+        run(cache.get_or_load("k", gate, ttl=5))
+    assert (cache.stats.waits, cache.stats.timeouts, gate.calls) == (1, 1, 0)
+
+
+def test_a_value_that_is_not_json_is_a_failure_and_releases_the_lock(make, server):
+    cache = make()
+    gate = GatedLoader({1, 2})
+    gate.release.set()
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        run(cache.get_or_load("k", gate, ttl=5))
+    raw = fakeredis.FakeRedis(server=server)
+    assert raw.exists(NS + "load:k", NS + "v:k") == 0
+    assert cache.stats.failures == 1
+
+
+def test_loads_beyond_max_pending_are_refused_at_once_joining_is_not(make):
+    cache = make(max_pending=2)
+    gates = {k: GatedLoader(k) for k in "abc"}
+
+    async def scenario():
+        a = [asyncio.create_task(cache.get_or_load("a", gates["a"], ttl=5)) for _ in range(3)]
+        b = asyncio.create_task(cache.get_or_load("b", gates["b"], ttl=5))
+        await gates["a"].started.wait()
+        await gates["b"].started.wait()
+        with pytest.raises(CacheBusy):
+            await cache.get_or_load("c", gates["c"], ttl=5)
+        for gate in gates.values():
+            gate.release.set()
+        return await asyncio.gather(*a, b)
+
+    assert run(scenario()) == ["a", "a", "a", "b"]
+    assert (cache.stats.rejected, gates["c"].calls) == (1, 0)
+
+
+def test_when_redis_is_down_answers_come_from_the_loader_and_the_breaker_spares_redis(make,
+                                                                                     server):
+    clock = ManualClock()
+    cache = make(clock=clock, retry_after=5, max_pending=2)
+    server.connected = False
+    loads = []
+
+    async def load(k):
+        loads.append(k)
+        return f"summary {k}"
+
+    async def scenario():
+        first = await asyncio.gather(*(cache.get_or_load(k, lambda k=k: load(k), ttl=5)
+                                       for k in "ab" for _ in range(5)))
+        errors_after_first = cache.stats.redis_errors
+        second = await asyncio.gather(*(cache.get_or_load(k, lambda k=k: load(k), ttl=5)
+                                        for k in "ab"))
+        return first, errors_after_first, second
+
+    first, errors, second = run(scenario())
+    assert first == ["summary a"] * 5 + ["summary b"] * 5
+    assert second == ["summary a", "summary b"]
+    assert sorted(loads) == ["a", "a", "b", "b"], "coalesced per key even without Redis"
+    assert 1 <= errors <= 2 and cache.stats.redis_errors == errors, "the breaker is open"
+    assert cache.stats.degraded == 4 and not cache.available
+
+    server.connected = True
+    clock.advance(5)
+    assert cache.available
+    assert run(cache.get_or_load("a", lambda: load("a"), ttl=5)) == "summary a"
+    assert cache.stats.degraded == 4 and len(loads) == 5  # stored in Redis again
+    assert run(cache.get_or_load("a", lambda: load("a"), ttl=5)) == "summary a"
+    assert cache.stats.hits == 1
+
+
+def test_degraded_loads_are_capped_by_max_pending_too(make, server):
+    cache = make(max_pending=1)
+    server.connected = False
+    gate, other = GatedLoader("a"), GatedLoader("b")
+
+    async def scenario():
+        a = asyncio.create_task(cache.get_or_load("a", gate, ttl=5))
+        await gate.started.wait()
+        with pytest.raises(CacheBusy):
+            await cache.get_or_load("b", other, ttl=5)
+        gate.release.set()
+        return await a
+
+    assert run(scenario()) == "a"
+    assert (cache.stats.rejected, other.calls) == (1, 0)
+
+
+def test_cancelling_a_caller_does_not_cancel_the_shared_lookup(make):
+    cache, gate = make(), GatedLoader("summary")
+
+    async def scenario():
+        only = asyncio.create_task(cache.get_or_load("k", gate, ttl=5))
+        await gate.started.wait()
+        only.cancel()
+        await asyncio.gather(only, return_exceptions=True)
+        gate.release.set()
+        await gate.finished.wait()
+        # The load went on without its caller: the next call joins it or finds its value.
+        return await cache.get_or_load("k", gate, ttl=5)
+
+    assert run(scenario()) == "summary"
+    assert gate.calls == 1 and cache.stats.hits + cache.stats.coalesced == 1
+
+
+def test_invalidate_deletes_the_stored_value(make):
+    cache, gate = make(), GatedLoader("v")
+    gate.release.set()
+
+    async def scenario():
+        await cache.get_or_load("k", gate, ttl=5)
+        return await cache.invalidate("k"), await cache.invalidate("k")
+
+    assert run(scenario()) == (True, False)
+
+
+@pytest.mark.parametrize(("kwargs", "error", "match"), [
+    ({"ttl": 0}, ValueError, "ttl must be > 0"),
+    ({"ttl": 4000}, ValueError, "max_ttl"),
+    ({"ttl": float("inf")}, ValueError, "finite"),
+    ({"ttl": "30"}, TypeError, "ttl"),
+    ({"ttl": 5, "key": ""}, ValueError, "key must be a non-empty"),
+    ({"ttl": 5, "key": 42}, TypeError, "key must be a str"),
+    ({"ttl": 5, "loader": "not callable"}, TypeError, "loader must be"),
+])
+def test_bad_arguments_are_refused_before_anything_happens(make, kwargs, error, match):
+    cache = make()
+    args = {"key": "k", "loader": GatedLoader("v"), **kwargs}
+    with pytest.raises(error, match=match):
+        run(cache.get_or_load(args.pop("key"), args.pop("loader"), **args))
+    assert cache.stats.requests == 0
+
+
+@pytest.mark.parametrize("namespace", ["ch09", "cq:*:", "cq:ch09", "cq:Ch09:", ""])
+def test_a_namespace_must_come_from_namespace(namespace):
+    with pytest.raises(ValueError, match="namespace must be a prefix"):
+        SharedCache(fakeredis.FakeAsyncRedis(), namespace=namespace)
+
+
+def test_the_client_must_be_an_asyncio_client():
+    with pytest.raises(TypeError, match="redis.asyncio.client.Redis"):
+        SharedCache(fakeredis.FakeRedis(), namespace=NS)
