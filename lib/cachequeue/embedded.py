@@ -75,7 +75,7 @@ def _bin() -> Path:
     if os.geteuid() == 0:
         import stat
 
-        utils.ensure_user_exists(_SERVER_USER)
+        _server_user()
         readable = stat.S_IRGRP | stat.S_IROTH
         utils.ensure_folder_permissions(POSTGRES_BIN_PATH, readable | stat.S_IXGRP | stat.S_IXOTH)
         utils.ensure_folder_permissions(POSTGRES_BIN_PATH.parent / "lib", readable)
@@ -84,7 +84,7 @@ def _bin() -> Path:
 
 def _pg(tool: str, *args: str, timeout: float = 60.0) -> str:
     """Run one of the wheel's PostgreSQL programs (as the server's user when we are root)."""
-    user = _SERVER_USER if os.geteuid() == 0 else None
+    user = _server_user() if os.geteuid() == 0 else None
     try:
         return subprocess.run([str(_bin() / tool), *args], check=True, capture_output=True,
                               text=True, timeout=timeout, user=user).stdout
@@ -101,11 +101,18 @@ def _reachable(path: Path) -> None:
         _wheel_utils().ensure_prefix_permissions(path)
 
 
+@functools.cache
+def _server_user() -> str:
+    """Under root, the server's user, created on first use (a fresh machine has none)."""
+    _wheel_utils().ensure_user_exists(_SERVER_USER)
+    return _SERVER_USER
+
+
 def _give_to_server(folder: Path) -> None:
     """Under root, the server's user must own the folders it writes in (template, socket)."""
     if os.geteuid() == 0:
         _reachable(folder)
-        shutil.chown(folder, _SERVER_USER, _SERVER_USER)
+        shutil.chown(folder, _server_user(), _server_user())
 
 
 # ------------------------------------------------------------------ the template
