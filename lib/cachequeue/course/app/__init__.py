@@ -15,16 +15,5 @@
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = [
-    "access",
-    "data",
-    "documents",
-    "editing",
-    "effects",
-    "pipeline",
-    "reading",
-    "summaries",
-    "summariser",
-    "tenancy",
-    "webapp",
-]
+__all__ = ["access", "data", "documents", "editing", "effects", "pipeline", "reading", "summaries",
+           "summariser", "tenancy", "webapp"]

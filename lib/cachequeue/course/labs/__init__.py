@@ -8,9 +8,4 @@
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = [
-    "capstone",
-    "minute",
-    "opsday",
-    "perf",
-]
+__all__ = ["capstone", "minute", "opsday", "perf"]

@@ -7,8 +7,4 @@
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = [
-    "lockstep",
-    "mutants",
-    "queue_model",
-]
+__all__ = ["lockstep", "mutants", "queue_model"]

@@ -12,13 +12,4 @@
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = [
-    "horizon",
-    "naive",
-    "plans",
-    "redislab",
-    "statements",
-    "tablelocks",
-    "ttldict",
-    "workload",
-]
+__all__ = ["horizon", "naive", "plans", "redislab", "statements", "tablelocks", "ttldict", "workload"]

@@ -15,16 +15,5 @@
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = [
-    "browser",
-    "cancelling",
-    "capacity",
-    "chaos",
-    "fleet",
-    "ratelab",
-    "relaylab",
-    "sharedreaders",
-    "stack",
-    "timers",
-    "wakeup",
-]
+__all__ = ["browser", "cancelling", "capacity", "chaos", "fleet", "ratelab", "relaylab",
+           "sharedreaders", "stack", "timers", "wakeup"]

@@ -10,11 +10,4 @@
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = [
-    "fonts",
-    "frames",
-    "perfplots",
-    "plots",
-    "scrapes",
-    "timeline",
-]
+__all__ = ["fonts", "frames", "perfplots", "plots", "scrapes", "timeline"]
