@@ -1,20 +1,14 @@
 """Leases, reclaims, heartbeats, the attempt cap, backoff and deadlines, on a frozen database clock."""
 
 import random
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
+from frozen import T0, at
 
 from cachequeue import db
 from cachequeue.queue import jobs
 from cachequeue.queue.retry import RetryPolicy
-
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def at(conn, seconds):
-    """Freeze this session's cq_now() at T0 + seconds."""
-    db.set_clock(conn, T0 + timedelta(seconds=seconds))
 
 
 @pytest.fixture

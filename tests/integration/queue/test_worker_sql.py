@@ -4,20 +4,15 @@ reports noted on the attempt row, and the workers table. Frozen clock where time
 import dataclasses
 import json
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import psycopg
 import pytest
+from frozen import T0, at
 
 from cachequeue import db
 from cachequeue.errors import ForeignClaim
 from cachequeue.queue import jobs, notify, registry
-
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def at(conn, seconds):
-    db.set_clock(conn, T0 + timedelta(seconds=seconds))
 
 
 @pytest.fixture
