@@ -47,16 +47,22 @@ def no_database(monkeypatch):
     ([], "the following arguments are required: COMMAND"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(capsys, argv, message):
+    assert_usage_error(capsys, argv, message)
+
+
+def assert_usage_error(capsys, argv, message):
+    """`cachequeue ARGV` exits 2 with one line on stderr that says `message`."""
     assert cli.main(argv) == base.EXIT_USAGE
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("cachequeue"), err
     assert message in err
 
 
-def test_a_malformed_database_url_is_a_usage_error_too(capsys, monkeypatch):
+@pytest.mark.parametrize("argv", [GOOD, ["serve", "--schema", "ch07", "--app",
+                                         "cachequeue.course.app.webapp:create_app"]])
+def test_a_malformed_database_url_is_a_usage_error_too(capsys, monkeypatch, argv):
     monkeypatch.setenv("DATABASE_URL", "mysql://localhost/x")
-    assert cli.main(GOOD) == 2
-    assert "DATABASE_URL must start with postgresql://" in capsys.readouterr().err
+    assert_usage_error(capsys, argv, "DATABASE_URL must start with postgresql://")
 
 
 def test_the_registry_builds_one_subcommand_per_command():

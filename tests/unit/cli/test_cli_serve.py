@@ -5,10 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from test_cli import no_database  # noqa: F401 (autouse: db.connect is a tripwire here too)
-
-from cachequeue import cli
-from cachequeue.cli import base
+from test_cli import assert_usage_error, no_database  # noqa: F401 (no_database is autouse: a tripwire here too)
 
 APP = ["--app", "cachequeue.course.app.webapp:create_app"]
 GOOD = ["serve", "--schema", "ch07", *APP]
@@ -37,16 +34,7 @@ HANDLERS = ["--handlers", "cachequeue.course.app.summaries:SUMMARY_HANDLERS"]
     (["serve", "--schema", "ch07"], "the following arguments are required: --app"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(capsys, argv, message):
-    assert cli.main(argv) == base.EXIT_USAGE
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("cachequeue"), err
-    assert message in err
-
-
-def test_a_malformed_database_url_is_a_usage_error(capsys, monkeypatch):
-    monkeypatch.setenv("DATABASE_URL", "mysql://localhost/x")
-    assert cli.main(GOOD) == 2
-    assert "DATABASE_URL must start with postgresql://" in capsys.readouterr().err
+    assert_usage_error(capsys, argv, message)
 
 
 def test_the_worker_command_does_not_import_the_web_stack():
