@@ -45,3 +45,10 @@ def test_the_chaos_runs_patience_grows_with_the_lease_and_the_poll():
     assert chaos.patience(1.0, 0.1) == 5.0
     assert chaos.patience(5.0, 1.0) == 24.0
     assert chaos.patience(2.0, 0.5) > chaos.patience(1.0, 0.5)
+
+
+def test_a_run_that_reached_its_time_limit_says_so():
+    late = copy.deepcopy(BATCHED) | {"timed_out": True, "time_limit_s": 120}
+    [problem] = chaos.failures(late)
+    assert "time limit (120 s)" in problem and "seed=9" in problem
+    assert chaos.failures(copy.deepcopy(BATCHED) | {"timed_out": False, "time_limit_s": 120}) == []

@@ -176,6 +176,7 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
                 if count is not None:
                     bar.update(count - done)
                     done = count
+            timed_out = done < jobs
             for entry in paused:
                 entry.worker.resume()
                 live.append(entry.worker)
@@ -204,6 +205,7 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
         "worker_processes": len(fleet.workers),
         "exit_codes": exit_codes,
         "duration_s": round(time.monotonic() - started, 2),
+        "time_limit_s": time_limit, "timed_out": timed_out,
         "verdict": verdict,
         "logged": {k: logged[k] for k in ("claimed", "batching", "finished", "retrying",
                                           "rejected", "lost", "handed-back", "reconnecting",
@@ -297,6 +299,9 @@ def failures(result: dict[str, Any]) -> list[str]:
               "not_one_finished_attempt": 0, "results_not_of_their_attempt": 0,
               "outputs_not_of_their_attempt": 0, "not_one_charge": 0, "done": result["jobs"]}
     found = [f"{key} = {v[key]}, expected {want}" for key, want in wanted.items() if v[key] != want]
+    if result.get("timed_out"):
+        found.append(f"the run reached its time limit ({result['time_limit_s']:g} s) "
+                     f"before every job was done")
     if result["carried_out"] != result["planned"]:
         found.append(f"carried out {result['carried_out']}, planned {result['planned']}")
     if result["planned"]["stops"] and not v["stale_reports_rejected"]:
