@@ -5,10 +5,10 @@ Each rule matches only phrases that cannot mean anything else: 格 after 设置/
 in the title of the sample data's contract checklist. The rules read every cell's source
 (markdown and code), not outputs: outputs show the sample data as it is.
 
-Terms retired in issue 19 (业务幂等键/业务身份, 断路, 接缝, 交谈, 回答 202) are still used by
-chapters 06-10, which other changes fix: PENDING lists those occurrences, notebook by
-notebook, and the count each may still have. A notebook with more fails; an entry that is
-no longer needed fails too, so the list shrinks to nothing as the chapters are fixed.
+Terms retired in issue 19 (业务幂等键/业务身份, 断路, 接缝, 交谈, 回答 202) are enforced in every
+notebook. A term retired while some chapter still uses it goes into PENDING, notebook by
+notebook, with the count it may still have: a notebook with more fails, and an entry that
+is no longer needed fails too, so the list shrinks back to nothing (it is empty now).
 """
 
 from __future__ import annotations
@@ -54,9 +54,7 @@ RULES = [
 ]
 
 # (notebook, phrase): how many times the phrase may still occur there (see the docstring).
-PENDING = {
-    ("06_workers_crashes.ipynb", "业务幂等键"): 5,
-}
+PENDING: dict[tuple[str, str], int] = {}
 
 
 def retired_terms(text: str) -> list[tuple[str, str]]:

@@ -63,8 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="look for work at least this often (default 10, or 1 with "
                              "--no-listen; expired leases and due retries are found this way)")
     parser.add_argument("--heartbeat", type=float, default=None, metavar="S",
-                        help="seconds between lease renewals (default lease/3; 0 = never, "
-                             "for demonstrations)")
+                        help="seconds between lease renewals (default lease/3, less than "
+                             "lease/2 if given; 0 = never, for demonstrations)")
     parser.add_argument("--shutdown-timeout", type=float, default=30.0, metavar="S",
                         help="after SIGTERM, how long running jobs may take before they are "
                              "handed back (default 30)")

@@ -50,6 +50,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "procs.capacity": ("08",),
     "procs.chaos": ("06",),
     "procs.fleet": ("06",),
+    "procs.holder": ("06",),
     "procs.ratelab": ("08",),
     "procs.relaylab": ("08",),
     "procs.sharedreaders": ("09",),

@@ -70,7 +70,8 @@ class Worker:
     `connect()` returns a new autocommit connection whose search_path is the queue's schema
     (e.g. `lambda: db.connect("ch06")`). `handlers` maps each kind to `handler(payload)` or
     `handler(payload, ctx)` (see `context.JobContext`). `heartbeat` is the seconds between
-    lease renewals (default lease / 3; 0 turns renewal off, for demonstrations only).
+    lease renewals (default lease / 3, less than lease / 2 if given: one renewal may be late
+    or lost and the next still comes in time; 0 turns renewal off, for demonstrations only).
     `fair=True` claims with `fairness.claim_fair` (fewest running per tenant first, at most
     `tenant_cap` running jobs per tenant) instead of oldest first.
     `batch` is the most successes one completion statement writes (`jobs.finish_many`,
@@ -107,9 +108,11 @@ class Worker:
         self._poll = check_seconds(poll, "poll", upper=3600.0)
         self._heartbeat = self._lease / 3 if heartbeat is None else check_seconds(
             heartbeat, "heartbeat", allow_zero=True)
-        if self._heartbeat >= self._lease:
-            raise ValueError(f"heartbeat ({self._heartbeat:g} s) must be shorter than the lease "
-                             f"({self._lease:g} s), or 0 to turn renewal off")
+        # Less than half the lease: a renewal that is late or lost (a slow turn, a dropped
+        # connection) must leave time for the next one before the lease runs out.
+        if self._heartbeat >= self._lease / 2:
+            raise ValueError(f"heartbeat ({self._heartbeat:g} s) must be less than half the "
+                             f"lease ({self._lease:g} s), or 0 to turn renewal off")
         self._shutdown_timeout = check_seconds(shutdown_timeout, "shutdown_timeout",
                                                allow_zero=True, upper=24 * 3600.0)
         # The fair claim (fairness.claim_fair) instead of the oldest-first one; its indexes

@@ -233,7 +233,8 @@ def test_a_worker_reconnects_after_its_sessions_are_cut_off(conn, schema, watch)
 
 @pytest.mark.parametrize("kwargs, error", [
     ({"concurrency": 0}, ValueError), ({"lease": 0}, ValueError),
-    ({"heartbeat": 10, "lease": 10}, ValueError), ({"poll": -1}, ValueError),
+    ({"heartbeat": 10, "lease": 10}, ValueError), ({"heartbeat": 5, "lease": 10}, ValueError),
+    ({"poll": -1}, ValueError),
     ({"shutdown_timeout": float("nan")}, ValueError), ({"kinds": ["summarise"]}, ValueError),
     ({"listen": 1}, TypeError), ({"name": ""}, ValueError),
 ])

@@ -35,7 +35,8 @@ def no_database(monkeypatch):
     (GOOD + ["--lease", "-3"], "lease must be > 0"),
     (GOOD + ["--lease", "soon"], "invalid float value: 'soon'"),
     (GOOD + ["--concurrency", "0"], "concurrency must be >= 1"),
-    (GOOD + ["--heartbeat", "40"], "heartbeat (40 s) must be shorter than the lease"),
+    (GOOD + ["--heartbeat", "40"], "heartbeat (40 s) must be less than half the lease"),
+    (GOOD + ["--heartbeat", "15"], "heartbeat (15 s) must be less than half the lease (30 s)"),
     (GOOD + ["--shutdown-timeout", "-1"], "shutdown_timeout must be >= 0"),
     (GOOD + ["--kinds", "a,,b"], "a comma-separated list of kinds"),
     (GOOD + ["--tenant-cap", "2"], "tenant_cap needs fair=True"),
@@ -82,3 +83,11 @@ def test_python_dash_m_runs_the_same_command_line():
     assert done.stderr.splitlines() == [
         "cachequeue worker: cannot import handler module 'no_such_module': "
         "No module named 'no_such_module' (see --help)"]
+
+
+@pytest.mark.parametrize("heartbeat", ["14.9", "10", "0"])
+def test_a_heartbeat_under_half_the_lease_or_none_is_accepted(heartbeat):
+    from cachequeue.cli import worker
+
+    args = cli.build_parser().parse_args(GOOD + ["--lease", "30", "--heartbeat", heartbeat])
+    assert callable(worker.prepare(args))  # checked, nothing run, the database untouched

@@ -38,3 +38,17 @@ def test_without_flush_kills_none_is_asked_for():
     del plain["planned"]["flush_kills"], plain["carried_out"]["flush_kills"]
     plain["flush_kills_landed"] = 0
     assert chaos.failures(plain) == []
+
+
+def test_the_chaos_runs_patience_grows_with_the_lease_and_the_poll():
+    # Waits for a started job, a batch or a takeover: never below 5 s, four leases+polls above.
+    assert chaos.patience(1.0, 0.1) == 5.0
+    assert chaos.patience(5.0, 1.0) == 24.0
+    assert chaos.patience(2.0, 0.5) > chaos.patience(1.0, 0.5)
+
+
+def test_a_run_that_reached_its_time_limit_says_so():
+    late = copy.deepcopy(BATCHED) | {"timed_out": True, "time_limit_s": 120}
+    [problem] = chaos.failures(late)
+    assert "time limit (120 s)" in problem and "seed=9" in problem
+    assert chaos.failures(copy.deepcopy(BATCHED) | {"timed_out": False, "time_limit_s": 120}) == []

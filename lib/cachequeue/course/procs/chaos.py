@@ -9,14 +9,18 @@ one in its place), SIGKILL one while a finished job's result waits for the compl
 batch (at its `batching` line the worker is frozen with SIGSTOP, the job checked to be
 still unwritten, then killed: between the handler's return and the flush, so only the
 acknowledgement is lost and the job must run again), SIGSTOP a worker in the
-middle of a long job for longer than its lease (then SIGCONT: its late report must be
-refused), restart the server. `batch` / `batch_wait` are the workers' `--batch` and
+middle of a long job for longer than its lease (then SIGCONT, once another worker has
+taken the job over: its late report must be refused), restart the server. `batch` / `batch_wait` are the workers' `--batch` and
 `--batch-wait` (`batch=1`: every finish its own commit, and no flush kills). When every job is
 done (or `time_limit` passed) it stops the workers with SIGTERM and returns a JSON-able
 dict: the plan carried out, the workers' exit statuses, what their logs counted, and the
 verdict of `sql/chaos.sql` (lost, duplicates, results not written by their own attempt,
 jobs stuck in running, stale reports rejected ...). `failures(result)` lists every broken
 invariant, each with the seed that reproduces the run.
+
+Every wait is for an event (a log line, a takeover in the tables), bounded by a patience
+derived from the lease and the poll (`patience(lease, poll)`), never a guess that something
+has happened by now: the run gives the same verdict on an idle laptop and on two busy cores.
 """
 
 from __future__ import annotations
@@ -36,12 +40,19 @@ from .. import chapter
 from ..app import effects
 from .fleet import Fleet, WorkerProcess
 
-__all__ = ["failures", "run"]
+__all__ = ["failures", "patience", "run"]
 
 _QUERIES = sqlfile.load(__package__, "chaos.sql")
 SCHEMA = "chaos"
 LONG = (0.3, 0.6)  # seconds of work of a long job (one in five): what a SIGSTOP interrupts
 SHORT = (0.005, 0.04)
+
+
+def patience(lease: float, poll: float) -> float:
+    """Seconds to wait for an event that a working fleet produces within a lease and a poll
+    (a job started, a batch opened, an expired job taken over), with room for a loaded
+    machine; past it, the run acts anyway (or counts the event as missing)."""
+    return max(5.0, 4 * (lease + poll))
 
 
 def _plan(rng: random.Random, jobs: int, kills: int, stops: int, restarts: int,
@@ -99,6 +110,7 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
     rng = random.Random(seed)
     plan = _plan(rng, jobs, kills, stops, restarts, flush_kills)
     long_jobs: set[int] = set()
+    wait = patience(lease, poll)
     options = {"lease": lease, "poll": poll, "concurrency": concurrency, "shutdown_timeout": 5,
                "batch": batch, "batch_wait": batch_wait}
     done_actions: Counter = Counter()
@@ -121,17 +133,17 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
         try:
             generation = Counter()
             live = [fleet.start(f"w{slot}", **options) for slot in range(1, workers + 1)]
-            paused: list[tuple[float, WorkerProcess]] = []
+            paused: list[_Pause] = []
             done = 0
             # An action whose milestone was passed is carried out even if the last jobs got
             # done meanwhile (a batch of results lands at once): the plan is the plan.
             while ((done < jobs or (plan and plan[0][0] <= done))
                    and time.monotonic() - started < time_limit):
                 now = time.monotonic()
-                for entry in [p for p in paused if p[0] <= now]:
-                    entry[1].resume()
+                for entry in [p for p in paused if p.due(now, server.url)]:
+                    entry.worker.resume()
                     paused.remove(entry)
-                    live.append(entry[1])
+                    live.append(entry.worker)
                 if plan and done >= plan[0][0] and (plan[0][1] != "stop" or len(live) > 1):
                     action = plan.pop(0)[1]
                     if action == "restart":
@@ -139,8 +151,8 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
                     elif action in ("kill", "flushkill"):
                         victim, batched = rng.choice(live), None
                         if action == "kill":
-                            _at_started(victim, None)
-                        elif (caught := _at_batching(fleet, live, server.url)) is not None:
+                            _at_started(victim, None, wait)
+                        elif (caught := _at_batching(fleet, live, server.url, wait)) is not None:
                             victim, batched = caught
                         victim.kill()
                         victim.wait()
@@ -152,19 +164,22 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
                         live.append(fleet.start(f"{slot}.{generation[slot]}", **options))
                     else:
                         victim = rng.choice(live)
-                        _at_started(victim, long_jobs)
+                        event = _at_started(victim, long_jobs, wait)
                         victim.pause()
                         live.remove(victim)
-                        paused.append((time.monotonic() + lease + poll + rng.uniform(0.3, 1.0),
-                                       victim))
+                        # Past its lease at the earliest; then as soon as its job was taken
+                        # over (so its report comes late for sure), or after `wait` more.
+                        earliest = time.monotonic() + lease + poll + rng.uniform(0.3, 1.0)
+                        paused.append(_Pause(victim, earliest, earliest + wait, event))
                     done_actions[action] += 1
                 count = monitor.done(0.1)
                 if count is not None:
                     bar.update(count - done)
                     done = count
-            for _, worker in paused:
-                worker.resume()
-                live.append(worker)
+            timed_out = done < jobs
+            for entry in paused:
+                entry.worker.resume()
+                live.append(entry.worker)
             for worker in live:
                 worker.terminate()
             exit_codes = {w.name: w.wait() for w in fleet.workers.values()}
@@ -190,6 +205,7 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
         "worker_processes": len(fleet.workers),
         "exit_codes": exit_codes,
         "duration_s": round(time.monotonic() - started, 2),
+        "time_limit_s": time_limit, "timed_out": timed_out,
         "verdict": verdict,
         "logged": {k: logged[k] for k in ("claimed", "batching", "finished", "retrying",
                                           "rejected", "lost", "handed-back", "reconnecting",
@@ -203,24 +219,51 @@ def _submit(conn: psycopg.Connection, n: int, work: float) -> int:
                            amount=n, work=work)
 
 
-def _at_started(worker: WorkerProcess, among: set[int] | None) -> None:
-    """Wait (up to 5 s) for the worker's next 'started' (of one of `among`, if given)."""
-    # On a timeout, act anyway: an idle worker can be killed or paused as well.
+class _Pause:
+    """A paused worker: resumed from `earliest` on, once the job it was paused in (from its
+    `started` event, if one came) has a later attempt, and at `latest` in any case."""
+
+    def __init__(self, worker: WorkerProcess, earliest: float, latest: float,
+                 started: dict[str, Any] | None) -> None:
+        self.worker, self.earliest, self.latest = worker, earliest, latest
+        self.job = None if started is None else (started["job"], started["attempt"])
+
+    def due(self, now: float, url: str) -> bool:
+        if now < self.earliest:
+            return False
+        return self.job is None or now >= self.latest or _taken_over(url, *self.job)
+
+
+def _taken_over(url: str, job_id: int, attempt: int) -> bool:
+    try:
+        with db.connect(SCHEMA, url=url) as conn:
+            return conn.execute(_QUERIES["taken_over"].sql,
+                                {"job_id": job_id, "attempt": attempt}).fetchone()[0]
+    except CONNECTION_ERRORS:  # the server is restarting: look again on the next round
+        return False
+
+
+def _at_started(worker: WorkerProcess, among: set[int] | None,
+                wait: float) -> dict[str, Any] | None:
+    """Wait (up to `wait` s) for the worker's next 'started' (of one of `among`, if given)
+    and return it; None on a timeout, after which the caller acts anyway (an idle worker
+    can be killed or paused as well)."""
     with contextlib.suppress(TimeoutError):
-        worker.wait_for("started", 5.0, after=len(worker.events),
-                        where=None if among is None else lambda e: e.get("job") in among)
+        return worker.wait_for("started", wait, after=len(worker.events),
+                               where=None if among is None else lambda e: e.get("job") in among)
+    return None
 
 
-def _at_batching(fleet: Fleet, live: list[WorkerProcess], url: str,
+def _at_batching(fleet: Fleet, live: list[WorkerProcess], url: str, wait: float,
                  tries: int = 20) -> tuple[WorkerProcess, int] | None:
     """Wait for the next 'batching' line of any live worker (a result now waits for the
     flush), freeze that worker (SIGSTOP: it can send no flush now) and look: if the job is
     still not done, return (worker, job), the worker still frozen, for the kill. Else let
     it go on (SIGCONT) and wait for the next batch. None after `tries` batches, or when no
-    worker opened a batch for 5 s."""
+    worker opened a batch for `wait` seconds."""
     seen = {w.name: len(w.events) for w in live}
     for _ in range(tries):
-        deadline = time.monotonic() + 5.0
+        deadline = time.monotonic() + wait
         found = None
         with fleet.changed:
             while found is None:
@@ -256,6 +299,9 @@ def failures(result: dict[str, Any]) -> list[str]:
               "not_one_finished_attempt": 0, "results_not_of_their_attempt": 0,
               "outputs_not_of_their_attempt": 0, "not_one_charge": 0, "done": result["jobs"]}
     found = [f"{key} = {v[key]}, expected {want}" for key, want in wanted.items() if v[key] != want]
+    if result.get("timed_out"):
+        found.append(f"the run reached its time limit ({result['time_limit_s']:g} s) "
+                     f"before every job was done")
     if result["carried_out"] != result["planned"]:
         found.append(f"carried out {result['carried_out']}, planned {result['planned']}")
     if result["planned"]["stops"] and not v["stale_reports_rejected"]:

@@ -6,7 +6,9 @@ thread per child reads its stderr, line by line, into `events`; `wait_for("start
 job=7)` blocks until such a line arrives (or raises TimeoutError with the last lines), so a
 notebook acts at the exact moment a handler started, without sleeping. `kill()` (SIGKILL),
 `pause()` / `resume()` (SIGSTOP / SIGCONT) and `terminate()` (SIGTERM) are recorded in
-`Fleet.marks` with their wall-clock time, for the timeline plot.
+`Fleet.marks` with their wall-clock time, for the timeline plot. `excerpt("reconnecting")`
+shows a worker's lines of some events with the paths in them made relative to the checkout
+(or cut to their last name), so a committed output reads the same on every machine.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,13 +26,24 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ...checks import check_seconds, check_text
+from ...localserver import home
 from ...queue.logline import parse
 
-__all__ = ["Fleet", "WorkerProcess"]
+__all__ = ["Fleet", "WorkerProcess", "tidy_paths"]
 
 EFFECT_HANDLERS_SPEC = "cachequeue.course.app.effects:EFFECT_HANDLERS"
 _SIGNALS = {signal.SIGKILL: "SIGKILL", signal.SIGSTOP: "SIGSTOP", signal.SIGCONT: "SIGCONT",
             signal.SIGTERM: "SIGTERM", signal.SIGINT: "SIGINT"}
+
+
+# An absolute path's folders (up to its last name), e.g. in an error about a socket.
+_FOLDERS = re.compile(r'(?<![\w.:/])/(?:[^\s/"\\]+/)+')
+
+
+def tidy_paths(text: str) -> str:
+    """`text` with the checkout's folder (localserver.home()) left out of every path in it,
+    and any other absolute path cut to its last name."""
+    return _FOLDERS.sub("", text.replace(f"{home()}/", ""))
 
 
 class WorkerProcess:
@@ -89,6 +103,13 @@ class WorkerProcess:
                 raise TimeoutError(f"worker {self.name} {state} before logging {event} {fields};"
                                    f" its last lines:\n{tail}")
         return matches[0]
+
+    def excerpt(self, *events: str) -> list[str]:
+        """The lines logged so far whose event is one of `events`, paths tidied (tidy_paths)."""
+        with self._changed:
+            lines = list(self.lines)
+        return [tidy_paths(line) for line in lines
+                if (e := parse(line)) is not None and e["event"] in events]
 
     def send(self, signum: int) -> datetime:
         """Send a signal; return (and record in the fleet's marks) when it was sent."""

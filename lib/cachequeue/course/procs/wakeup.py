@@ -13,6 +13,7 @@ twice with the same options (e.g. `listen=False, poll=0.1`):
   insert, both read on the database clock.
 
 The waits here are the measuring windows themselves, not guesses that something happened.
+`COLUMNS` labels the figures a notebook shows, in the glossary's Chinese terms.
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ from ...queue import jobs
 from ..app import effects
 from .fleet import Fleet
 
-__all__ = ["measure"]
+__all__ = ["COLUMNS", "measure"]
+
+# The figures of measure() a notebook table shows, and their labels (docs/glossary.md).
+COLUMNS = {"statements": "空闲时的语句数", "per_second": "每秒语句数",
+           "latency_median_s": "延迟中位数（秒）", "latency_max_s": "最大延迟（秒）"}
 
 _QUERIES = sqlfile.load(__package__, "wakeup.sql")
 

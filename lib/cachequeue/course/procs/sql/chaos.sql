@@ -45,3 +45,8 @@ SELECT count(*) FROM jobs WHERE state = 'done';
 -- name: not_done
 -- Whether a job's result has not been written (after a kill meant to land before the flush).
 SELECT state <> 'done' FROM jobs WHERE id = %(job_id)s;
+
+-- name: taken_over
+-- Whether a later attempt of a job has started (a paused worker's job was taken over).
+SELECT EXISTS (SELECT 1 FROM job_attempts
+               WHERE job_id = %(job_id)s AND attempt > %(attempt)s);
