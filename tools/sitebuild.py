@@ -305,6 +305,14 @@ FONT_LICENCE = "_static/fonts/OFL.txt"
 _FONT_DIST = "pylopdf-fonts-zh-cn"
 
 
+def pylopdf_font() -> Path:
+    """The font the web font is cut from: Noto Sans SC Regular in the pylopdf-fonts-zh-cn
+    wheel (a dependency of the library, the same file its figures draw Chinese with)."""
+    import pylopdf_fonts_zh_cn
+
+    return Path(pylopdf_fonts_zh_cn.sans_path())
+
+
 def site_characters(out: Path) -> set[str]:
     """Every character a reader of the built site can be shown: the pages' text (entities
     decoded), the search index (result titles) and Sphinx's translated messages."""
@@ -320,11 +328,10 @@ def webfont(chars: set[str], target: Path, licence: Path) -> set[str]:
     """Noto Sans SC (OFL 1.1, from the pylopdf-fonts-zh-cn wheel) cut down to `chars`,
     written as woff2 to `target`, with the font's licence at `licence`. Returns the
     characters it covers: those of `chars` that Noto Sans SC has."""
-    import pylopdf_fonts_zh_cn
     from fontTools import subset
     from fontTools.ttLib import TTFont
 
-    font = TTFont(pylopdf_fonts_zh_cn.sans_path())
+    font = TTFont(pylopdf_font())
     cmap = font.getBestCmap()
     covered = {c for c in chars if ord(c) in cmap}
     options = subset.Options()
