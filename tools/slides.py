@@ -18,13 +18,15 @@ template's `scrollOrGo`), before the deck moves on.
 
 The deck is nbconvert's reveal.js export with an offline template (slide_templates/):
 reveal.js 5 and its notes plugin are copied from the sphinx-revealjs wheel next to the deck,
-formulas are written as MathML. Press S in the deck for the speaker view with the notes.
+formulas are written as MathML, and Chinese comes from the deck's own font (fonts/NN_x.woff2:
+Noto Sans SC cut down to the deck's characters, as the site's is; sitebuild.webfont). Press S in the deck for the speaker view with the notes.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import html
 import re
 import shutil
 import sys
@@ -36,7 +38,7 @@ import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import nbtool  # noqa: E402  (tools/ is not a package)
-from sitebuild import without_test_markers  # noqa: E402
+from sitebuild import webfont, without_test_markers  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = Path(__file__).resolve().parent / "slide_templates"
@@ -174,6 +176,7 @@ def export(path: Path, out: Path) -> Path:
             (shutil.copytree if source.is_dir() else shutil.copyfile)(source, dest)
     deck_path = out / f"{path.stem}.html"
     deck_path.write_text(body, encoding="utf-8")
+    webfont(set(html.unescape(body)), out / "fonts" / f"{path.stem}.woff2", out / "fonts" / "OFL.txt")
     return deck_path
 
 

@@ -112,6 +112,10 @@ def _load(context, base, name):
     seen["code"] = page.eval_on_selector_all(".jp-CodeCell .jp-InputArea",
                                              "els => els.map(e => e.textContent)")
     seen["sizes"] = page.evaluate(_SIZES)
+    seen["font"] = page.evaluate(
+        "async () => { await document.fonts.ready; let status = null; document.fonts.forEach("
+        "f => { if (f.family.replace(/\"/g, '') === 'Course Sans SC') status = f.status; });"
+        " return status; }")
     page.evaluate("Reveal.slide(0, 0)")
     page.screenshot(path=SHOTS / f"{name[:-5]}.png")
     page.close()
@@ -144,6 +148,7 @@ def test_decks_work_offline_in_chromium(tmp_path):
     assert chapter["slides"] > 12 and chapter["notes"] > 5
     for seen in (small, chapter):
         assert seen["code"] and not [c for c in seen["code"] if "NBVAL_" in c]
+        assert seen["font"] == "loaded"  # the deck's Chinese font
         title = seen["sizes"][0]
         assert title["height"] <= title["screen"] + 2, "the title slide is cut off"
 
