@@ -122,13 +122,19 @@ def _load(context, base, name):
     return seen
 
 
-def test_decks_work_offline_in_chromium(tmp_path):
-    out = tmp_path / "slides"
-    synthetic = tmp_path / "99_synthetic.ipynb"
+@pytest.fixture(scope="module")
+def decks(tmp_path_factory):
+    """(folder, synthetic deck, chapter 03's deck): exported once for this module."""
+    root = tmp_path_factory.mktemp("slides")
+    synthetic = root / "99_synthetic.ipynb"
     nbformat.write(_synthetic(), synthetic)
     lease = next(p for p in nbtool.notebook_paths() if p.name.startswith("03_"))
-    for path in (synthetic, lease):
-        slides.export(path, out)
+    out = root / "slides"
+    return out, slides.export(synthetic, out), slides.export(lease, out)
+
+
+def test_decks_work_offline_in_chromium(decks):
+    out, _, lease = decks
     assert (out / "reveal" / "dist" / "reveal.js").is_file()
     if browser.chromium() is None:
         pytest.skip(browser.SKIP_LINE)
@@ -163,9 +169,8 @@ _WHERE = """() => { const at = Reveal.getIndices();
   return [at.h, at.v || 0, Reveal.getCurrentSlide().scrollTop]; }"""
 
 
-def test_a_slide_taller_than_the_screen_scrolls_with_the_keys(tmp_path):
-    lease = next(p for p in nbtool.notebook_paths() if p.name.startswith("03_"))
-    deck = slides.export(lease, tmp_path / "slides")
+def test_a_slide_taller_than_the_screen_scrolls_with_the_keys(decks):
+    _, _, deck = decks
     if browser.chromium() is None:
         pytest.skip(browser.SKIP_LINE)
     with browser.serve(deck.parent) as base, browser.launch(viewport=(1280, 800)) as context:
