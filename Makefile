@@ -17,13 +17,16 @@ LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 .PHONY: help setup db db-stop lab test lint execute student bench chaos clean site present serve
 
 help:
-	@echo "make lab      set up (.venv, database) and open JupyterLab on notebooks/"
-	@echo "make test     set up, then lint + unit + integration + strict nbval + student copies"
+	@echo "make lab      set up (.venv, PostgreSQL, Redis) and open JupyterLab on notebooks/ (keeps the terminal; Ctrl-C stops it)"
+	@echo "make test     set up, then lint + unit + integration + strict nbval of every notebook + student copies"
+	@echo "              + site and slides in headless Chromium + service page browser tests + a small chaos run"
+	@echo "              + packaging (first run, install included: ten to twenty minutes). Without chromium it prints"
+	@echo "              'browser tests skipped: install chromium (apt-get install chromium)' and skips those"
 	@echo "              (PYTEST_ARGS='-m \"not db\"' for the tests that need no database)"
 	@echo "make execute  re-run notebooks top to bottom in place (NB=notebooks/01_x.ipynb for one)"
 	@echo "make student  write student copies to build/student/"
 	@echo "make serve    the HTTP service on 127.0.0.1:8000 (page at /, demo mode, /metrics on :8001) and two workers; Ctrl-C stops all"
-	@echo "make site     build the course site offline into build/site/ (open build/site/index.html)"
+	@echo "make site     build the course site offline into build/site/ (open build/site/index.html; no database)"
 	@echo "make present CH=03  slides of one chapter (reveal.js, offline; S shows speaker notes)"
 	@echo "make bench    run the benchmarks in bench/ (JSON on stdout; about 30 minutes)"
 	@echo "make chaos    2,000 jobs, workers killed and paused, a server restart (JSON; about 1 minute)"

@@ -4,17 +4,27 @@
 
 Every `notebooks/NN_slug.ipynb` becomes a chapter page (title from its first `# ` heading),
 a row of the chapter table on the home page, a student copy and an instructor copy under
-`downloads/`. Nothing is executed: the pages show the committed outputs. Cells tagged
+`downloads/` (`NN_slug_student.ipynb`, `NN_slug_instructor.ipynb`: two names, so a learner
+who downloads both keeps both). Nothing is executed: the pages show the committed outputs,
+without the test runner's markers (`# NBVAL_IGNORE_OUTPUT` lines). Cells tagged
 `instructor` are dropped from everything the site serves (nbtool.public_copy). Exercise
 answers stay on the page, folded behind "显示参考答案". If docs/glossary.md exists, the
-site includes it. After Sphinx, `external_assets` lists every asset the pages would fetch
-from outside the site; the build fails unless that list is empty.
+site includes it.
+
+After Sphinx, `webfont` writes the Chinese web font: Noto Sans SC (SIL OFL 1.1, from the
+`pylopdf-fonts-zh-cn` wheel the library depends on, so it is there wherever the course
+is installed) cut down to the characters the built pages use, as `_static/fonts/`
+woff2 with its licence beside it. It is made at build time rather than committed so that
+a chapter's new characters can never miss from it. Then `external_assets` lists every
+asset the pages would fetch from outside the site; the build fails unless that list is
+empty.
 """
 
 from __future__ import annotations
 
 import argparse
 import html
+import importlib.metadata
 import re
 import shutil
 import subprocess
@@ -35,7 +45,12 @@ SKELETON = Path(__file__).resolve().parent / "site"
 DOCS = ROOT / "docs"
 REPO_NOTEBOOKS = "notebooks"  # where a learner finds the chapters in a clone
 _NUMBERED = re.compile(r"(?P<number>\d\d)_(?P<slug>[a-z0-9_]+)\.ipynb")
-_MINUTES = re.compile(r"预计时间\**\s*[:：]\s*(?:约\s*)?(\d+)\s*分钟")
+_TIME = re.compile(r"预计时间\**\s*[:：]\s*(?P<said>[^。\n]*)")
+_MINUTES = re.compile(r"(\d+)\s*分钟")
+_OPTIONAL = "选读"
+# A line that only talks to the test runner (nbval): kept in the notebooks, not shown.
+_TEST_MARKER = re.compile(r"^[ \t]*#[ \t]*NBVAL_[A-Z_]+[ \t]*(?:\n|$)", re.MULTILINE)
+DOWNLOADS = ("student", "instructor")
 
 
 @dataclass(frozen=True)
@@ -45,8 +60,9 @@ class Chapter:
     path: Path
     number: str
     title: str
-    minutes: int | None
+    minutes: int | None  # the core of the chapter
     figures: int
+    optional_minutes: int = 0  # "选读另需 20 分钟"
 
     @property
     def stem(self) -> str:
@@ -55,6 +71,40 @@ class Chapter:
     @property
     def page(self) -> str:
         return f"chapters/{self.stem}.html"
+
+    def download(self, kind: str) -> str:
+        """Where the site serves its student or instructor copy, e.g.
+        'downloads/student/03_x_student.ipynb' (each copy has a name of its own)."""
+        if kind not in DOWNLOADS:
+            raise ValueError(f"kind must be one of {DOWNLOADS}, not {kind!r}")
+        return f"downloads/{kind}/{self.stem}_{kind}.ipynb"
+
+    @property
+    def time(self) -> str:
+        """The reading time as the chapter table shows it."""
+        if self.minutes is None:
+            return "—"
+        extra = f"（另有选读 {self.optional_minutes} 分钟）" if self.optional_minutes else ""
+        return f"{self.minutes} 分钟{extra}"
+
+
+def reading_time(first_cell: str) -> tuple[int | None, int]:
+    """(core minutes, optional minutes) from the title cell's "**预计时间**：…" sentence:
+    "50 分钟" -> (50, 0); "核心部分 40 分钟，选读另需 20 分钟" -> (40, 20); none -> (None, 0).
+    Minutes written after "选读" are optional; any other number of minutes is core."""
+    said = _TIME.search(first_cell)
+    if said is None:
+        return None, 0
+    text = said["said"]
+    cut = text.find(_OPTIONAL)
+    core = [int(m[1]) for m in _MINUTES.finditer(text if cut < 0 else text[:cut])]
+    optional = [int(m[1]) for m in _MINUTES.finditer(text[cut:])] if cut >= 0 else []
+    return (sum(core) if core else None), sum(optional)
+
+
+def without_test_markers(source: str) -> str:
+    """A code cell's source without its `# NBVAL_...` lines (what the test runner reads)."""
+    return _TEST_MARKER.sub("", source)
 
 
 def chapter(path: Path, nb=None) -> Chapter:
@@ -67,10 +117,10 @@ def chapter(path: Path, nb=None) -> Chapter:
     if first is None or first.cell_type != "markdown" or not first.source.startswith("# "):
         raise ValueError(f"{path.name}: the first cell must be a markdown '# title' cell")
     title = first.source.splitlines()[0][2:].strip()
-    minutes = _MINUTES.search(first.source)
+    minutes, optional = reading_time(first.source)
     figures = sum("image/png" in out.get("data", {})
                   for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs)
-    return Chapter(path, match["number"], title, int(minutes[1]) if minutes else None, figures)
+    return Chapter(path, match["number"], title, minutes, figures, optional)
 
 
 def _short_title(ch: Chapter) -> str:
@@ -81,11 +131,12 @@ def _short_title(ch: Chapter) -> str:
 def _links_cell(ch: Chapter) -> nbformat.NotebookNode:
     """The box under a chapter's title: the two copies, and how to run it in JupyterLab."""
     name = html.escape(ch.path.name)
+    student, instructor = (html.escape(ch.download(kind)) for kind in DOWNLOADS)
     return nbformat.v4.new_markdown_cell(
         '<div class="chapter-links">\n'
-        f'<p>下载本章：<a href="../downloads/student/{name}" download>学生版</a>'
+        f'<p>下载本章：<a href="../{student}" download>学生版</a>'
         "（答案已移除，没有输出，用来做练习）·"
-        f' <a href="../downloads/instructor/{name}" download>教师版</a>'
+        f' <a href="../{instructor}" download>教师版</a>'
         "（含答案与本页所示的全部输出）</p>\n"
         f'<p>在自己的电脑上运行：按照<a href="../run.html">运行说明</a>执行 <code>make lab</code>，'
         f"然后在 JupyterLab 中打开 <code>{REPO_NOTEBOOKS}/{name}</code>。</p>\n"
@@ -97,7 +148,7 @@ _DOCS_LINK = re.compile(r"\]\(\.\./docs/([\w-]+)\.md\)")
 
 def site_copy(nb, ch: Chapter):
     """The chapter as the site shows it: no instructor cells, a download/run box under the
-    title, answers folded, every figure with a text alternative."""
+    title, no test-runner markers, answers folded, every figure with a text alternative."""
     copy = nbtool.public_copy(nb)
     copy.cells.insert(1, _links_cell(ch))
     heading = ch.title
@@ -109,6 +160,7 @@ def site_copy(nb, ch: Chapter):
                 if line.startswith("#"):
                     heading = line.lstrip("#").strip()
             continue
+        cell.source = without_test_markers(cell.source)
         mystnb = cell.metadata.setdefault("mystnb", {})
         if "solution" in nbtool.tags(cell):
             cell.metadata.setdefault("tags", []).append("hide-input")
@@ -121,11 +173,13 @@ def site_copy(nb, ch: Chapter):
 def _index_page(chapters: list[Chapter], extra_pages: list[str]) -> str:
     rows = "\n".join(
         f"| {ch.number} | [{_short_title(ch)}]({ch.page.removesuffix('.html')}.ipynb) "
-        f"| {f'{ch.minutes} 分钟' if ch.minutes else '—'} "
-        f'| <a href="downloads/student/{ch.path.name}" download>学生版</a> · '
-        f'<a href="downloads/instructor/{ch.path.name}" download>教师版</a> |'
+        f"| {ch.time} "
+        f'| <a href="{ch.download("student")}" download>学生版</a> · '
+        f'<a href="{ch.download("instructor")}" download>教师版</a> |'
         for ch in chapters)
     total = sum(ch.minutes or 0 for ch in chapters)
+    optional = sum(ch.optional_minutes for ch in chapters)
+    total = f"{total} 分钟" + (f"（另有选读 {optional} 分钟）" if optional else "")
     toctree = "\n".join([*(ch.page.removesuffix(".html") for ch in chapters), *extra_pages])
     return f"""# 缓存、队列与后台任务：PostgreSQL 动手课程
 
@@ -139,7 +193,7 @@ def _index_page(chapters: list[Chapter], extra_pages: list[str]) -> str:
 |---|---|---|---|
 {rows}
 
-合计约 {total} 分钟。学生版去掉了练习答案和所有输出，检查单元格会告诉你答案是否正确；教师版与本站所示相同，含答案与输出。全部章节打包下载：<a href="downloads/student.zip" download>学生版（zip）</a> · <a href="downloads/instructor.zip" download>教师版（zip）</a>。
+合计约 {total}。学生版去掉了练习答案和所有输出，检查单元格会告诉你答案是否正确；教师版与本站所示相同，含答案与输出。全部章节打包下载：<a href="downloads/student.zip" download>学生版（zip）</a> · <a href="downloads/instructor.zip" download>教师版（zip）</a>。
 
 ```{{toctree}}
 :hidden:
@@ -155,9 +209,9 @@ def assemble(src: Path, notebooks: list[Path], *, glossary: Path | None = None) 
     if src.exists():
         shutil.rmtree(src)
     shutil.copytree(SKELETON, src, ignore=shutil.ignore_patterns("__pycache__"))
-    downloads = src / "_extra" / "downloads"
-    for kind in ("student", "instructor"):
-        (downloads / kind).mkdir(parents=True)
+    extra = src / "_extra"
+    for kind in DOWNLOADS:
+        (extra / "downloads" / kind).mkdir(parents=True)
     (src / "chapters").mkdir()
     chapters = []
     for path in sorted(notebooks):
@@ -165,14 +219,14 @@ def assemble(src: Path, notebooks: list[Path], *, glossary: Path | None = None) 
         ch = chapter(path, nb)
         chapters.append(ch)
         nbformat.write(site_copy(nb, ch), src / "chapters" / path.name)
-        nbformat.write(nbtool.student_copy(nb), downloads / "student" / path.name)
-        nbformat.write(nbtool.public_copy(nb), downloads / "instructor" / path.name)
+        nbformat.write(nbtool.student_copy(nb), extra / ch.download("student"))
+        nbformat.write(nbtool.public_copy(nb), extra / ch.download("instructor"))
     if not chapters:
         raise ValueError("no chapter notebooks (NN_slug.ipynb) to build a site from")
-    for kind in ("student", "instructor"):
-        with zipfile.ZipFile(downloads / f"{kind}.zip", "w", zipfile.ZIP_DEFLATED) as zf:
+    for kind in DOWNLOADS:  # inside a zip, each copy keeps the notebook's own name
+        with zipfile.ZipFile(extra / "downloads" / f"{kind}.zip", "w", zipfile.ZIP_DEFLATED) as zf:
             for ch in chapters:
-                zf.write(downloads / kind / ch.path.name, f"{kind}/{ch.path.name}")
+                zf.write(extra / ch.download(kind), f"{kind}/{ch.path.name}")
     extra_pages = ["run"]
     if glossary is not None and glossary.is_file():
         shutil.copyfile(glossary, src / "glossary.md")
@@ -246,6 +300,59 @@ def external_assets(out: Path) -> list[str]:
     return found
 
 
+FONT = "_static/fonts/course-sans-sc.woff2"  # course.css names it "Course Sans SC"
+FONT_LICENCE = "_static/fonts/OFL.txt"
+_FONT_DIST = "pylopdf-fonts-zh-cn"
+
+
+def pylopdf_font() -> Path:
+    """The font the web font is cut from: Noto Sans SC Regular in the pylopdf-fonts-zh-cn
+    wheel (a dependency of the library, the same file its figures draw Chinese with)."""
+    import pylopdf_fonts_zh_cn
+
+    return Path(pylopdf_fonts_zh_cn.sans_path())
+
+
+def site_characters(out: Path) -> set[str]:
+    """Every character a reader of the built site can be shown: the pages' text (entities
+    decoded), the search index (result titles) and Sphinx's translated messages."""
+    files = [*out.rglob("*.html"), out / "searchindex.js", out / "_static" / "translations.js"]
+    chars: set[str] = set()
+    for path in files:
+        if path.is_file():
+            chars |= set(html.unescape(path.read_text(encoding="utf-8", errors="replace")))
+    return {c for c in chars if c.isprintable()}
+
+
+def webfont(chars: set[str], target: Path, licence: Path) -> set[str]:
+    """Noto Sans SC (OFL 1.1, from the pylopdf-fonts-zh-cn wheel) cut down to `chars`,
+    written as woff2 to `target`, with the font's licence at `licence`. Returns the
+    characters it covers: those of `chars` that Noto Sans SC has."""
+    from fontTools import subset
+    from fontTools.ttLib import TTFont
+
+    font = TTFont(pylopdf_font())
+    cmap = font.getBestCmap()
+    covered = {c for c in chars if ord(c) in cmap}
+    options = subset.Options()
+    options.flavor = "woff2"  # needs brotli: the `site` extra installs fonttools[woff]
+    options.layout_features = ["*"]  # full-width punctuation forms, vertical metrics
+    options.name_IDs = ["*"]  # the copyright and licence notices stay in the font
+    options.notdef_outline = True
+    cut = subset.Subsetter(options)
+    cut.populate(unicodes={ord(c) for c in covered})
+    cut.subset(font)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    subset.save_font(font, str(target), options)
+    dist = importlib.metadata.distribution(_FONT_DIST)
+    text = dist.read_text("licenses/LICENSE") or dist.read_text("LICENSE") or dist.metadata["License"]
+    if not text or "Open Font License" not in text:
+        raise RuntimeError(f"{_FONT_DIST}: no SIL Open Font License text to ship with the font")
+    licence.write_text("Noto Sans SC, cut down to the characters of this site by "
+                       "tools/sitebuild.py (fontTools).\n\n" + text, encoding="utf-8")
+    return covered
+
+
 def pages(out: Path) -> list[str]:
     """Every HTML page of a built site, relative to it (theme macro files in _static/ are not
     pages)."""
@@ -260,6 +367,7 @@ def build(out: Path, *, notebooks: list[Path] | None = None, glossary: Path | No
     chapters = assemble(src, nbtool.notebook_paths() if notebooks is None else notebooks,
                         glossary=glossary)
     sphinx(src, out)
+    webfont(site_characters(out), out / FONT, out / FONT_LICENCE)
     outside = external_assets(out)
     if outside:
         raise RuntimeError("the site would load assets from outside itself:\n" + "\n".join(outside))

@@ -7,20 +7,26 @@ The notebooks carry no slide metadata: the structure is derived when the deck is
 A `#`/`##` heading starts a slide and `###` a vertical sub-slide; a long paragraph of prose
 (the narrative a learner reads) becomes a speaker note, while short lead-ins, lists, tables,
 formulas and answers stay on the slide; a code cell with its outputs gets a sub-slide of its
-own when the slide already shows one, taking the prose that introduces it along. Markdown
-cells tagged `instructor` become speaker notes; instructor code cells stay, for the room. A
-cell whose metadata already says `slideshow.slide_type` (as JupyterLab's property inspector
-writes it) is left exactly as its author set it.
+own when the slide already shows one, taking the prose that introduces it along, and the
+chapter's set-up code (the first code under the `#` title) always gets one, so the title
+slide keeps to the title and the learning goals. Markdown cells tagged `instructor` become
+speaker notes; instructor code cells stay, for the room. Code is shown without the test
+runner's `# NBVAL_...` lines. A cell whose metadata already says `slideshow.slide_type` (as
+JupyterLab's property inspector writes it) is left exactly as its author set it. A slide
+still taller than the screen scrolls, with Down/Space/PageDown and Up/PageUp too (the
+template's `scrollOrGo`), before the deck moves on.
 
 The deck is nbconvert's reveal.js export with an offline template (slide_templates/):
 reveal.js 5 and its notes plugin are copied from the sphinx-revealjs wheel next to the deck,
-formulas are written as MathML. Press S in the deck for the speaker view with the notes.
+formulas are written as MathML, and Chinese comes from the deck's own font (fonts/NN_x.woff2:
+Noto Sans SC cut down to the deck's characters, as the site's is; sitebuild.webfont). Press S in the deck for the speaker view with the notes.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import html
 import re
 import shutil
 import sys
@@ -32,6 +38,7 @@ import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import nbtool  # noqa: E402  (tools/ is not a package)
+from sitebuild import webfont, without_test_markers  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = Path(__file__).resolve().parent / "slide_templates"
@@ -92,12 +99,15 @@ def deck(nb):
     out: list = []
     shows_code = False  # the current (sub)slide already shows a code cell
     since_code: int | None = None  # first cell after that code cell (its successor's lead-in)
+    on_title = False  # the current slide is the chapter's `#` title slide
     for cell in nbformat.from_dict(nb).cells:
+        if cell.cell_type == "code":
+            cell.source = without_test_markers(cell.source)
         explicit = cell.get("metadata", {}).get("slideshow", {}).get("slide_type")
         if explicit or cell.cell_type not in ("markdown", "code"):
             out.append(cell)
             if explicit in ("slide", "subslide"):
-                shows_code, since_code = cell.cell_type == "code", None
+                shows_code, since_code, on_title = cell.cell_type == "code", None, False
             elif cell.cell_type == "code" and explicit not in ("notes", "skip"):
                 shows_code, since_code = True, None
             continue
@@ -108,10 +118,14 @@ def deck(nb):
                 out.append(_slide_cell(nbformat.v4.new_markdown_cell(mathml(block)), slide_type))
                 if slide_type in ("slide", "subslide"):
                     shows_code, since_code = False, None
+                    on_title = block.startswith("# ")
                 elif shows_code and since_code is None:
                     since_code = len(out) - 1
             continue
-        if not shows_code:
+        if on_title and not shows_code:  # the set-up code: a sub-slide of its own
+            out.append(_slide_cell(cell, "subslide"))
+            on_title = False
+        elif not shows_code:
             out.append(_slide_cell(cell, "-"))
         else:  # a sub-slide of its own, led by the prose written for it
             lead = out[since_code:] if since_code is not None else []
@@ -162,6 +176,7 @@ def export(path: Path, out: Path) -> Path:
             (shutil.copytree if source.is_dir() else shutil.copyfile)(source, dest)
     deck_path = out / f"{path.stem}.html"
     deck_path.write_text(body, encoding="utf-8")
+    webfont(set(html.unescape(body)), out / "fonts" / f"{path.stem}.woff2", out / "fonts" / "OFL.txt")
     return deck_path
 
 

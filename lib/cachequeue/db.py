@@ -179,12 +179,10 @@ def server_version(conn: psycopg.Connection, *, short: bool = False) -> str:
 
 def describe(url: str) -> str:
     """One line naming the server at `url` (connects once), e.g.
-    'PostgreSQL 18.6 (embedded, /path/.pgdata/data)' or 'PostgreSQL 15.8 (DATABASE_URL)'."""
+    'PostgreSQL 18.6 (embedded, .pgdata/data)' or 'PostgreSQL 15.8 (DATABASE_URL)'."""
     with connect(url=check_text(url, "url", limit=2000)) as conn:
         version = server_version(conn, short=True)
-    source = ("DATABASE_URL" if os.environ.get("DATABASE_URL", "").strip()
-              else f"embedded, {embedded.data_dir()}")
-    return f"PostgreSQL {version} ({source})"
+    return f"PostgreSQL {version} ({embedded.source()})"
 
 
 def _main() -> int:

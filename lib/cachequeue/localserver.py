@@ -27,7 +27,8 @@ from typing import Any, ClassVar, Self
 
 from .checks import check_choice
 
-__all__ = ["MODES", "LocalServer", "command_line", "file_lock", "home", "live_pid", "socket_path"]
+__all__ = ["MODES", "LocalServer", "command_line", "file_lock", "home", "live_pid", "shown",
+           "socket_path"]
 
 MODES = ("fast", "immediate")
 _SOCKET_MAX = 100  # sun_path holds 108 bytes; keep a margin
@@ -42,6 +43,23 @@ def home() -> Path:
     if (checkout / "pyproject.toml").is_file():
         return checkout
     return Path.home() / ".cachequeue"
+
+
+def shown(text: str | os.PathLike) -> str:
+    """`text` (a path, or a message that names paths) as it reads from any clone on any
+    machine: the checkout's own folder is left out ('/x/course/.pgdata/data' ->
+    '.pgdata/data'), the temp folder becomes '$TMPDIR' and the user's home folder '~'.
+    For what the course prints (committed outputs must not name the machine that ran them);
+    code that opens a path keeps the absolute one."""
+    text = os.fspath(text)
+    temp = Path(tempfile.gettempdir())
+    for folder, name in ((Path(__file__).resolve().parents[2], "."), (temp.resolve(), "$TMPDIR"),
+                         (temp, "$TMPDIR"), (Path.home(), "~")):
+        folder = str(folder).rstrip("/")
+        if folder:
+            text = text.replace(folder + "/", "" if name == "." else name + "/")
+            text = name if text == folder else text
+    return text
 
 
 def socket_path(wanted: Path, folder: Path, name: str) -> Path:

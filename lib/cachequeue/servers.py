@@ -11,7 +11,6 @@ Command line: `python -m cachequeue.servers` (what `make db` runs): one line per
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 
@@ -49,9 +48,7 @@ def _redis_line(url: str) -> str:
         version = client.info("server")["redis_version"]
     finally:
         client.close()
-    source = ("REDIS_URL" if os.environ.get("REDIS_URL", "").strip()
-              else f"embedded, {embedded_redis.data_dir()}")
-    return f"Redis {version} ({source})"
+    return f"Redis {version} ({embedded_redis.source()})"
 
 
 def _main() -> int:

@@ -1,47 +1,87 @@
 """The course site, built from the committed notebooks and read in a real headless Chromium.
 
-One build (tools/sitebuild.py, into build/site/) and one browser session serve every test
-here: each page is loaded once, in sequence, and what the browser saw is kept (console
-errors, requests, links, images, accessibility findings, a screenshot in build/site-shots/).
-The tests then assert on that record. Without chromium the browser tests skip (make test
-prints one line saying so); the build itself is checked either way.
+One build (tools/sitebuild.py, into build/site/, the session's `site` fixture) and one
+browser session serve every test here: each page is loaded once, in sequence, and what the
+browser saw is kept (console errors, requests, links, images, accessibility findings, the
+web fonts, the chapter text, a screenshot in build/site-shots/). The tests then assert on
+that record. Without chromium the browser tests skip (make test prints one line saying so);
+the build itself is checked either way.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import browser
 import nbtool
 import pytest
 import sitebuild
+from fontTools.ttLib import TTFont
 
 ROOT = sitebuild.ROOT
 SITE = ROOT / "build" / "site"
 SHOTS = ROOT / "build" / "site-shots"
 SERIOUS = {"serious", "critical"}
 SEARCHES = ("租约", "租约令牌", "退避", "请求合并")
+FONT_FAMILY = "Course Sans SC"
+# Text that only the theme's furniture shows (the mode switcher, the page's table of
+# contents, the previous/next links) or the download box: never part of a search snippet.
+FURNITURE = ("System Settings", "亮色", "上一页", "下一页", "下载本章", "教师版（含答案")
 
 
 @pytest.fixture(scope="module")
-def chapters():
-    """Build the real site once for this module; its chapters, in order."""
-    return sitebuild.build(SITE)
+def chapters(site):
+    """The real site's chapters, in order (built once per session)."""
+    return site[1]
 
 
 def test_every_notebook_is_a_chapter_page_with_its_downloads(chapters):
     assert [ch.path for ch in chapters] == nbtool.notebook_paths()
     for ch in chapters:
         assert (SITE / ch.page).is_file(), ch.page
-        for kind in ("student", "instructor"):
-            assert (SITE / "downloads" / kind / ch.path.name).is_file()
+        names = {Path(ch.download(kind)).name for kind in sitebuild.DOWNLOADS}
+        assert len(names) == 2, f"{ch.stem}: both copies download under one name"
+        for kind in sitebuild.DOWNLOADS:
+            assert (SITE / ch.download(kind)).is_file()
     index = (SITE / "index.html").read_text(encoding="utf-8")
     for ch in chapters:
         assert f'href="{ch.page}"' in index, f"the chapter table has no link to {ch.page}"
+        for kind in sitebuild.DOWNLOADS:
+            assert f'href="{ch.download(kind)}"' in index
+
+
+def test_every_chapter_has_a_reading_time_and_the_total_counts_them_all(chapters):
+    assert [ch.stem for ch in chapters if ch.minutes is None] == []
+    index = (SITE / "index.html").read_text(encoding="utf-8")
+    total = sum(ch.minutes for ch in chapters)
+    assert f"合计约 {total} 分钟" in index
+    optional = sum(ch.optional_minutes for ch in chapters)
+    assert (f"另有选读 {optional} 分钟" in index) == (optional > 0)
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", index, re.DOTALL)
+    assert not any(">—<" in row for row in rows), "a chapter row shows no reading time"
+
+
+def test_no_page_shows_a_test_runner_marker(chapters):
+    for page in sitebuild.pages(SITE):
+        text = (SITE / page).read_text(encoding="utf-8")
+        assert not re.search(r"#\s*NBVAL_", re.sub(r"<[^>]+>", "", text)), page
+
+
+def test_the_web_font_covers_every_character_the_site_shows(chapters):
+    chars = sitebuild.site_characters(SITE)
+    source = TTFont(sitebuild.pylopdf_font()).getBestCmap()
+    cmap = TTFont(SITE / sitebuild.FONT).getBestCmap()
+    missing = sorted(c for c in chars if ord(c) in source and ord(c) not in cmap)
+    assert missing == []
+    assert {"租", "约", "，", "。"} <= {chr(code) for code in cmap}
+    assert len(cmap) < len(source) / 5, "the font is cut down to what the site uses"
+    assert "SIL OPEN FONT LICENSE" in (SITE / sitebuild.FONT_LICENCE).read_text(encoding="utf-8")
 
 
 def test_the_built_site_loads_nothing_from_outside(chapters):
@@ -50,7 +90,7 @@ def test_the_built_site_loads_nothing_from_outside(chapters):
 
 def test_student_downloads_hold_no_answers_and_no_outputs(chapters):
     for ch in chapters:
-        nb = nbtool.nbformat.read(SITE / "downloads" / "student" / ch.path.name, as_version=4)
+        nb = nbtool.nbformat.read(SITE / ch.download("student"), as_version=4)
         code = [c for c in nb.cells if c.cell_type == "code"]
         assert all(c.outputs == [] and c.execution_count is None for c in code)
         assert not any(nbtool.BEGIN in c.source for c in code), ch.path.name
@@ -72,6 +112,9 @@ class Visit:
     output_images: int = 0  # images inside notebook cell outputs
     violations: list[dict] = field(default_factory=list)
     text: str = ""
+    article: str = ""  # the chapter text: the article without the download box
+    fonts: dict[str, str] = field(default_factory=dict)  # web font family -> status
+    body_font: str = ""  # the computed font-family of the page's text
 
 
 @dataclass
@@ -80,10 +123,11 @@ class Crawl:
     visits: dict[str, Visit]  # by path relative to the site, e.g. "chapters/03_x.html"
     outside: list[str]  # requests that tried to leave the local server
     search: dict[str, list[str]]  # query -> pages found
+    snippets: dict[str, list[tuple[str, str]]]  # query -> (page, snippet shown under it)
     statuses: dict[str, int]  # internal link or image target -> HTTP status
 
 
-def _visit(page, url: str, axe) -> Visit:
+def _visit(page, url: str) -> Visit:
     visit = Visit(url)
     on_console = lambda msg: msg.type == "error" and visit.console_errors.append(msg.text)  # noqa: E731
     on_error = lambda exc: visit.console_errors.append(f"pageerror: {exc}")  # noqa: E731
@@ -103,14 +147,22 @@ def _visit(page, url: str, axe) -> Visit:
         visit.output_images = page.eval_on_selector_all(
             ".cell_output img", "els => els.filter(e => e.naturalWidth > 0).length")
         visit.text = page.inner_text("body")
+        visit.article = page.evaluate(
+            "() => { const a = document.querySelector('article.bd-article'); if (!a) return '';"
+            " const c = a.cloneNode(true);"
+            " c.querySelectorAll('.chapter-links, .headerlink').forEach(e => e.remove());"
+            " return c.textContent; }")
+        visit.fonts = page.evaluate(
+            "async () => { await document.fonts.ready; const found = {};"
+            " document.fonts.forEach(f => { found[f.family.replace(/\"/g, '')] = f.status; });"
+            " return found; }")
+        visit.body_font = page.evaluate("getComputedStyle(document.body).fontFamily")
     finally:
         for event, listener in listeners.items():
             page.remove_listener(event, listener)
     # After the listeners: axe fetches stylesheets itself (and resolves their @import against
     # the page, not the sheet), which is axe's traffic, not the page's.
-    visit.violations = [
-        {"id": v["id"], "impact": v["impact"], "help": v["help"], "nodes": len(v["nodes"])}
-        for v in axe.run(page, options={"resultTypes": ["violations"]}).response["violations"]]
+    visit.violations = browser.accessibility_violations(page)
     return visit
 
 
@@ -134,11 +186,8 @@ def _link_statuses(base: str, visits: dict[str, Visit]) -> dict[str, int]:
 def crawl(chapters):
     if browser.chromium() is None:
         pytest.skip(browser.SKIP_LINE)
-    from axe_playwright_python.sync_playwright import Axe
-
-    axe = Axe()
     SHOTS.mkdir(parents=True, exist_ok=True)
-    for old in SHOTS.glob("*.png"):
+    for old in [*SHOTS.glob("*.png"), *SHOTS.glob("*.jpg")]:
         old.unlink()
     with browser.serve(SITE) as base, browser.launch() as context:
         outside: list[str] = []
@@ -155,10 +204,11 @@ def crawl(chapters):
         page = context.new_page()
         visits = {}
         for rel in sitebuild.pages(SITE):
-            visits[rel] = _visit(page, base + rel, axe)
-            page.screenshot(path=SHOTS / (rel.removesuffix(".html").replace("/", "_") + ".png"),
-                            full_page=True)
-        search = {}
+            visits[rel] = _visit(page, base + rel)
+            # JPEG: a full chapter page is 10-27k pixels tall; as PNG it takes twice as long
+            page.screenshot(path=SHOTS / (rel.removesuffix(".html").replace("/", "_") + ".jpg"),
+                            full_page=True, type="jpeg", quality=70)
+        search, snippets = {}, {}
         for query in SEARCHES:
             page.goto(base + "search.html?q=" + urllib.parse.quote(query), wait_until="load")
             page.wait_for_function(  # the summary is filled in when the search has finished
@@ -167,9 +217,18 @@ def crawl(chapters):
             search[query] = [link.removeprefix(base).partition("#")[0] for link in
                              page.eval_on_selector_all("#search-results ul.search li a",
                                                        "els => els.map(e => e.href)")]
+            page.wait_for_function(  # snippets arrive one by one, after the summary
+                "[...document.querySelectorAll('#search-results ul.search li')]"
+                ".every(li => li.querySelector('p.context'))", timeout=15_000)
+            snippets[query] = [
+                (href.removeprefix(base).partition("#")[0], text) for href, text in
+                page.eval_on_selector_all(
+                    "#search-results ul.search li",
+                    "els => els.map(e => [e.querySelector('a').href,"
+                    " e.querySelector('p.context').textContent])")]
         page.close()
         statuses = _link_statuses(base, visits)
-    return Crawl(base, visits, outside, search, statuses)
+    return Crawl(base, visits, outside, search, snippets, statuses)
 
 
 def test_every_page_loaded_with_no_console_error(crawl):
@@ -225,6 +284,25 @@ def test_search_finds_every_chapter_that_uses_a_chinese_term(chapters, crawl):
     assert lease in crawl.search["租约"]
 
 
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_search_snippets_quote_the_chapter_text_and_no_page_furniture(crawl):
+    assert sum(map(len, crawl.snippets.values())) >= len(SEARCHES)
+    for query, found in crawl.snippets.items():
+        for page, snippet in found:
+            assert not [f for f in FURNITURE if f in snippet], (query, page, snippet)
+            quoted = _words(snippet.removeprefix("...").removesuffix("..."))
+            assert quoted and quoted in _words(crawl.visits[page].article), (query, page, snippet)
+
+
+def test_every_page_draws_its_text_in_the_bundled_chinese_font(crawl):
+    for rel, visit in crawl.visits.items():
+        assert visit.fonts.get(FONT_FAMILY) == "loaded", (rel, visit.fonts)
+        assert visit.body_font.strip('"').startswith(FONT_FAMILY), (rel, visit.body_font)
+
+
 def test_accessibility_scan_finds_nothing_serious(crawl):
     report = {rel: [v for v in visit.violations if v["impact"] in SERIOUS]
               for rel, visit in crawl.visits.items()}
@@ -235,15 +313,6 @@ def test_accessibility_scan_finds_nothing_serious(crawl):
 
 
 def test_a_screenshot_per_page(crawl):
-    shots = sorted(p.name for p in SHOTS.glob("*.png"))
+    shots = sorted(p.name for p in SHOTS.glob("*.jpg"))
     assert len(shots) == len(crawl.visits)
     assert all((SHOTS / name).stat().st_size > 5_000 for name in shots)
-
-
-def test_instructor_cells_appear_nowhere_on_the_site(chapters, crawl):
-    hidden = [line for path in nbtool.notebook_paths()
-              for cell in nbtool.nbformat.read(path, as_version=4).cells
-              if "instructor" in nbtool.tags(cell)
-              for line in cell.source.splitlines() if len(line.strip()) > 12]
-    for line in hidden:
-        assert not any(line.strip() in v.text for v in crawl.visits.values()), line

@@ -1,5 +1,7 @@
 """tools/slides.py: the slide structure derived from a notebook without slide metadata, the
-author's own slide metadata left alone, and the deck working offline in a real Chromium."""
+author's own slide metadata left alone, and the deck working offline in a real Chromium:
+the title slide fits the screen, a slide taller than the screen scrolls with the keys, no
+test-runner marker is shown."""
 
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ def _md(source, tags=(), slide_type=None):
 
 def _code(source, slide_type=None):
     cell = nbformat.v4.new_code_cell(source)
-    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"ran {source}\n")]
+    shown = slides.without_test_markers(source)
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"ran {shown}\n")]
     if slide_type:
         cell.metadata["slideshow"] = {"slide_type": slide_type}
     return cell
@@ -36,7 +39,7 @@ def _synthetic():
                               "language": "python"}
     nb.cells = [
         _md(f"# 99 合成章节\n\n{LONG}\n\n**学习目标**\n- 第一条\n- 第二条"),
-        _code("setup = 1"),
+        _code("# NBVAL_IGNORE_OUTPUT\nsetup = 1"),
         _md(f"## 1. 第一节\n\n{LONG}\n\n先看第一步："),
         _code("step_one = 1"),
         _md(f"{LONG}\n\n再看第二步，公式 $2^{{n-1}}$："),
@@ -60,7 +63,7 @@ def test_headings_start_slides_long_prose_becomes_notes_code_gets_its_own_subsli
         ("slide", "# 99 合成章"),
         ("notes", LONG[:8]),
         ("-", "**学习目标**"),
-        ("-", "setup = "),
+        ("subslide", "setup = "),  # the set-up code leaves the title slide, markers dropped
         ("slide", "## 1. 第一"),
         ("notes", LONG[:8]),
         ("-", "先看第一步："),
@@ -106,18 +109,32 @@ def _load(context, base, name):
     seen["notes"] = page.evaluate("document.querySelectorAll('aside.notes').length")
     seen["plugin"] = page.evaluate("!!Reveal.getPlugin('notes')")
     seen["math"] = page.evaluate("document.querySelectorAll('math').length")
+    seen["code"] = page.eval_on_selector_all(".jp-CodeCell .jp-InputArea",
+                                             "els => els.map(e => e.textContent)")
+    seen["sizes"] = page.evaluate(_SIZES)
+    seen["font"] = page.evaluate(
+        "async () => { await document.fonts.ready; let status = null; document.fonts.forEach("
+        "f => { if (f.family.replace(/\"/g, '') === 'Course Sans SC') status = f.status; });"
+        " return status; }")
+    page.evaluate("Reveal.slide(0, 0)")
     page.screenshot(path=SHOTS / f"{name[:-5]}.png")
     page.close()
     return seen
 
 
-def test_decks_work_offline_in_chromium(tmp_path):
-    out = tmp_path / "slides"
-    synthetic = tmp_path / "99_synthetic.ipynb"
+@pytest.fixture(scope="module")
+def decks(tmp_path_factory):
+    """(folder, synthetic deck, chapter 03's deck): exported once for this module."""
+    root = tmp_path_factory.mktemp("slides")
+    synthetic = root / "99_synthetic.ipynb"
     nbformat.write(_synthetic(), synthetic)
     lease = next(p for p in nbtool.notebook_paths() if p.name.startswith("03_"))
-    for path in (synthetic, lease):
-        slides.export(path, out)
+    out = root / "slides"
+    return out, slides.export(synthetic, out), slides.export(lease, out)
+
+
+def test_decks_work_offline_in_chromium(decks):
+    out, _, lease = decks
     assert (out / "reveal" / "dist" / "reveal.js").is_file()
     if browser.chromium() is None:
         pytest.skip(browser.SKIP_LINE)
@@ -131,6 +148,57 @@ def test_decks_work_offline_in_chromium(tmp_path):
     assert outside == []
     for seen in (small, chapter):
         assert seen["errors"] == [] and seen["failed"] == [] and seen["plugin"]
-    # title, "1." with three sub-slides after its first view (step two, step three, 1.1), 小结
-    assert (small["slides"], small["notes"], small["math"]) == (6, 4, 2)
+    # title and its set-up code, "1." with three sub-slides after its first view (step two,
+    # step three, 1.1), 小结
+    assert (small["slides"], small["notes"], small["math"]) == (7, 4, 2)
     assert chapter["slides"] > 12 and chapter["notes"] > 5
+    for seen in (small, chapter):
+        assert seen["code"] and not [c for c in seen["code"] if "NBVAL_" in c]
+        assert seen["font"] == "loaded"  # the deck's Chinese font
+        title = seen["sizes"][0]
+        assert title["height"] <= title["screen"] + 2, "the title slide is cut off"
+
+
+_SIZES = """() => Reveal.getSlides().map((s) => {
+  const at = Reveal.getIndices(s);
+  Reveal.slide(at.h, at.v);
+  const c = Reveal.getCurrentSlide();
+  return {h: at.h, v: at.v || 0, height: c.scrollHeight, screen: c.clientHeight};
+})"""
+_WHERE = """() => { const at = Reveal.getIndices();
+  return [at.h, at.v || 0, Reveal.getCurrentSlide().scrollTop]; }"""
+
+
+def test_a_slide_taller_than_the_screen_scrolls_with_the_keys(decks):
+    _, _, deck = decks
+    if browser.chromium() is None:
+        pytest.skip(browser.SKIP_LINE)
+    with browser.serve(deck.parent) as base, browser.launch(viewport=(1280, 800)) as context:
+        page = context.new_page()
+        page.goto(base + deck.name, wait_until="load")
+        page.wait_for_function("window.Reveal && Reveal.isReady()", timeout=15_000)
+        sizes = page.evaluate(_SIZES)
+        tall = [s for s in sizes if s["height"] > 2 * s["screen"]]
+        assert len(tall) >= 2, "chapter 03's claim statement and query plan are 2-3 screens"
+        for slide in tall:
+            page.evaluate(f"Reveal.slide({slide['h']}, {slide['v']})")
+            here = [slide["h"], slide["v"]]
+            assert page.evaluate(_WHERE) == [*here, 0]
+            tops = [0]
+            for key in ["Space", "PageDown", "ArrowDown", "Space", "Space"]:
+                page.keyboard.press(key)
+                h, v, top = page.evaluate(_WHERE)
+                if [h, v] != here:
+                    break
+                assert top > tops[-1], f"{key} neither scrolled nor moved on"
+                tops.append(top)
+            else:
+                raise AssertionError(f"slide {here} still scrolls after five presses")
+            assert len(tops) >= 2  # scrolled at least twice before it moved on
+            assert tops[-1] >= slide["height"] - slide["screen"] - 2  # its end was in view
+            page.evaluate(f"Reveal.slide({slide['h']}, {slide['v']})")
+            page.keyboard.press("PageDown")
+            page.keyboard.press("ArrowUp")
+            assert page.evaluate(_WHERE) == [*here, 0], "Up scrolls back before it goes back"
+            page.keyboard.press("PageUp")
+            assert page.evaluate(_WHERE)[:2] != here

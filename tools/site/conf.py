@@ -13,6 +13,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+# jsonschema (imported by nbformat, so by myst-nb) compiles rfc3987-syntax's grammars when
+# that package is installed (JupyterLab's jupyter-events brings it): about 5 s of every build
+# for the "iri" format check, which no notebook schema uses. Not importing it skips just that.
+sys.modules.setdefault("rfc3987_syntax", None)
+
 project = "缓存、队列与后台任务"
 language = "zh_CN"
 

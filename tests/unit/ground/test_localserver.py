@@ -1,5 +1,5 @@
 """The shape both embedded servers share (cachequeue.localserver), without starting one:
-pid files, locks, short socket paths, the command line, the mode check."""
+pid files, locks, short socket paths, the command line, the mode check, paths as printed."""
 
 from __future__ import annotations
 
@@ -7,13 +7,44 @@ import fcntl
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from cachequeue import embedded, embedded_redis
 from cachequeue.errors import DatabaseUnavailable
-from cachequeue.localserver import LocalServer, command_line, file_lock, live_pid, socket_path
+from cachequeue.localserver import (
+    LocalServer,
+    command_line,
+    file_lock,
+    live_pid,
+    shown,
+    socket_path,
+)
+
+CHECKOUT = Path(__file__).resolve().parents[3]
+
+
+def test_shown_paths_name_no_machine():
+    temp = Path(tempfile.gettempdir()).resolve()
+    assert shown(CHECKOUT / ".pgdata" / "data") == ".pgdata/data"
+    assert shown(CHECKOUT) == "."
+    assert shown(f"Error 2 connecting to {temp}/cq-redis-x/redis.sock.") == \
+        "Error 2 connecting to $TMPDIR/cq-redis-x/redis.sock."
+    assert shown(Path.home() / "notes") == "~/notes"
+    sibling = f"{CHECKOUT}-other/x"  # a folder that only starts like the checkout
+    assert shown(sibling).endswith("-other/x") and not shown(sibling).startswith("-other")
+
+
+def test_the_servers_sources_are_relative_to_the_checkout(monkeypatch):
+    monkeypatch.delenv("CACHEQUEUE_HOME", raising=False)
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    assert (embedded.source(), embedded_redis.source()) == ("embedded, .pgdata/data", "embedded, .redis")
+    monkeypatch.setenv("DATABASE_URL", "postgresql://u@h/db")
+    monkeypatch.setenv("REDIS_URL", "redis://h/0")
+    assert (embedded.source(), embedded_redis.source()) == ("DATABASE_URL", "REDIS_URL")
 
 
 def test_live_pid_names_only_a_live_process(tmp_path):
