@@ -32,6 +32,8 @@ from cachequeue.localserver import file_lock
 from cachequeue.queue import Worker
 from cachequeue.queue.logline import LOGGER
 
+pytestmark = pytest.mark.private_server  # its own CACHEQUEUE_HOME, never DATABASE_URL
+
 
 @pytest.fixture(scope="module")
 def home():
