@@ -19,7 +19,10 @@ NotImplementedError, and each `check` cell after it must then fail. nbval then r
 real solution and the checks, which must pass and print what the notebook shows. One
 kernel per chapter does both, so the checks cost a few cells, not a second run of the
 chapter; and each check is shown to fail without its own solution (the other exercises'
-solutions in place), not only with every solution gone at once.
+solutions in place), not only with every solution gone at once. A notebook whose exercise
+writes something before it reaches the solution (tools/nbtool.py, STUDENT_RUN_ALONE)
+would find that write again in the real run: its student copy runs in a kernel of its own
+instead (tests/test_notebooks.py).
 
 Library warnings (a DeprecationWarning in one environment, none in another) land on
 stderr; they are not part of what a notebook teaches, so strict nbval ignores them on both
@@ -197,7 +200,8 @@ def _with_student_copy_checks(items):
         return items
     nbtool, out, found = _nbtool(), [], {}
     for item in items:
-        if isinstance(item, IPyNbCell) and "solution" in nbtool.tags(item.cell):
+        if (isinstance(item, IPyNbCell) and "solution" in nbtool.tags(item.cell)
+                and item.path.name not in nbtool.STUDENT_RUN_ALONE):
             notebook = item.parent
             if notebook not in found:
                 found[notebook] = {e["solution"]: e for e in nbtool.exercises(notebook.nb)}

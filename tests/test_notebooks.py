@@ -80,6 +80,34 @@ def _notebook(cells):
     return nb
 
 
+@pytest.mark.db
+@pytest.mark.redis  # the kernel reaches both servers, as the notebooks do
+@pytest.mark.parametrize("path", [p for p in WITH_EXERCISES if p.name in nbtool.STUDENT_RUN_ALONE],
+                         ids=lambda p: p.name)
+def test_every_check_fails_on_the_student_copy_run_alone(path, tmp_path, monkeypatch,
+                                                         database_url):
+    """For the notebooks whose exercises write before they reach the solution: the whole
+    student copy, up to its last check, in a kernel of its own."""
+    student = nbtool.student_copy(nbtool.nbformat.read(path, as_version=4))
+    # Positions in the student copy: it has no `instructor` cells, so indices may shift.
+    checks = [i for i, c in enumerate(student.cells) if "check" in nbtool.tags(c)]
+    del student.cells[checks[-1] + 1:]  # nothing after the last check can change the verdict
+    copy = tmp_path / path.name
+    nbtool.nbformat.write(student, copy)
+    # Its own schemas (ch03_student, ...): nbval may be running the instructor copy right now.
+    monkeypatch.setenv("CACHEQUEUE_SCHEMA_SUFFIX", "_student")
+    executed = nbtool.execute(copy, allow_errors=True, timeout=300)
+    for i in checks:  # failing because it reached the missing solution, not for another reason
+        assert "NotImplementedError" in _errors(executed.cells[i]), \
+            f"check cell {i} does not fail on the missing solution: {_errors(executed.cells[i])}"
+    solutions = [c for c in executed.cells if "solution" in nbtool.tags(c)]
+    assert all("NotImplementedError" in _errors(c) for c in solutions)
+
+
+def test_the_notebooks_run_alone_exist_and_have_exercises():
+    assert set(nbtool.STUDENT_RUN_ALONE) <= {p.name for p in WITH_EXERCISES}
+
+
 def test_a_student_copy_item_runs_before_each_solution_and_fails_a_check_that_needs_none():
     """The check of the check: in a notebook of two exercises, each solution cell gets an
     item just before it (marked `db` like the notebook's cells: `-m db` keeps them all);

@@ -9,7 +9,8 @@ Exercises: a code cell tagged `solution` holds its answer between the lines
 `raise NotImplementedError`. The cells tagged `check` right after it must fail in the student
 copy and pass in the instructor notebook: under `make test`, nbval runs each exercise as
 the student copy has it (an item `Cell N student copy`, conftest.py) just before the real
-solution, in the same kernel.
+solution, in the same kernel (the notebooks in STUDENT_RUN_ALONE: a student copy run of
+their own, tests/test_notebooks.py).
 
 Cells tagged `instructor` (what to say or do in the room) exist only in the notebooks in
 this repository: every copy made for learners (the student copy, the course site and its
@@ -123,6 +124,17 @@ def student_copy(nb):
         cell.outputs = []
         cell.execution_count = None
     return copy
+
+
+# Notebooks whose exercises leave something behind before they reach the solution (the
+# "try it once" line or the check cell writes first: submits jobs, sets a Redis key), so
+# running the student copy of the exercise in the chapter's own kernel would change what
+# the real run then shows. Their student copies run in a kernel of their own
+# (tests/test_notebooks.py); every other notebook's run in nbval's kernel (conftest.py).
+STUDENT_RUN_ALONE = {
+    "03_persist_claim_lease.ipynb": "the check submits three jobs before it claims",
+    "09_shared_cache_redis.ipynb": "the solution cell sets a lock key before it extends it",
+}
 
 
 def exercises(nb) -> list[dict]:
