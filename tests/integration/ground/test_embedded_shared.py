@@ -29,8 +29,10 @@ import pytest
 from cachequeue import db, embedded, queue
 from cachequeue.errors import DatabaseUnavailable
 from cachequeue.localserver import file_lock
-from cachequeue.queue import Worker
+from cachequeue.queue import RetryPolicy, Worker
 from cachequeue.queue.logline import LOGGER
+
+pytestmark = pytest.mark.private_server  # its own CACHEQUEUE_HOME, never DATABASE_URL
 
 
 @pytest.fixture(scope="module")
@@ -192,6 +194,14 @@ class _Reconnects(logging.Handler):
                 self.failed.set()
 
 
+class _SoonThenLong(RetryPolicy):
+    """Reconnect almost at once after the first three failures, then wait ten minutes:
+    a worker that stops within the test's bound was woken by stop(), not by its backoff."""
+
+    def delay(self, attempt: int, rng=None) -> float:
+        return 0.01 if attempt < 4 else 600.0
+
+
 def test_a_worker_retries_during_the_outage_and_stops_promptly(in_home):
     _make_db()
     with db.connect() as conn:
@@ -201,7 +211,7 @@ def test_a_worker_retries_during_the_outage_and_stops_promptly(in_home):
     level = LOGGER.level
     LOGGER.setLevel(logging.INFO)
     worker = Worker(lambda: db.connect("outage"), {"noop": lambda payload: None},
-                    name="outage", lease=5, poll=0.2)
+                    name="outage", lease=5, poll=0.2, backoff=_SoonThenLong())
     thread = threading.Thread(target=worker.run, daemon=True)
     try:
         thread.start()
@@ -212,15 +222,14 @@ def test_a_worker_retries_during_the_outage_and_stops_promptly(in_home):
         assert seen.failed.wait(60), seen.lines
         assert embedded.running_url() is None, "a worker's reconnect started the server"
         assert any("run `make db`" in line for line in seen.lines), seen.lines
-        began = time.monotonic()
+        # Now it waits 600 s before its next attempt: stop() must end that wait.
         worker.stop()
-        thread.join(30)
-        stopped_in = time.monotonic() - began
+        thread.join(60)
     finally:
         LOGGER.removeHandler(seen)
         LOGGER.setLevel(level)
         worker.stop()
-    assert not thread.is_alive()
-    assert stopped_in < 3.0, f"stop() took {stopped_in:.1f} s during the outage"
+    assert not thread.is_alive(), "stop() did not end the reconnect backoff"
+    assert "retry_in=600" in seen.lines[-1], seen.lines
     assert worker.stats["disconnects"] >= 4
     assert embedded.running_url() is None

@@ -1,7 +1,8 @@
-"""Worker.run_once() turn by turn, against real PostgreSQL: what one turn does and counts, and
-the fenced completion batch (flushed when full or due, refused row by row after a takeover,
-sent again after a lost answer). The worker's clock is a ManualClock and its connection's
-database clock is set by hand; the only waits are for a handler thread's wake-up byte."""
+"""Worker.run_once() turn by turn, against real PostgreSQL: what one turn does and counts,
+heartbeats and a lease that runs out, and the fenced completion batch (flushed when full or
+due, refused row by row after a takeover, sent again after a lost answer). The worker's
+clock is a ManualClock and its connection's database clock is set by hand; the only waits
+are for a handler thread's wake-up byte."""
 
 import threading
 import time
@@ -40,6 +41,14 @@ class Harness:
 
     def turn(self) -> Counter:
         return self.worker.run_once()
+
+    def elapse(self, seconds: float) -> None:
+        """Move the worker's clock and its connections' database clock on together."""
+        self.clock.advance(seconds)
+        self.db_at += seconds
+        for conn in self.conns:
+            if not conn.closed:
+                db.set_clock(conn, T0 + timedelta(seconds=self.db_at))
 
     def turns_until(self, done) -> Counter:
         """Turns until `done(total)`; between turns, wait for the loop's wake-up byte (a
@@ -250,3 +259,45 @@ def test_a_result_whose_lease_may_run_out_before_the_flush_is_reported_alone_at_
     total = h.turns_until(lambda t: t["finished"] == 2)
     assert total["batches"] == 0, "each was finished alone, before the next claim"
     assert states(conn, ids) == ["done"] * 2
+
+
+def test_heartbeats_keep_a_job_three_times_longer_than_its_lease(conn, harness):
+    [job_id] = submit(conn, 1)
+    release = threading.Event()
+    h = harness({"noop": lambda payload: release.wait(WAIT) and "slow but held"}, lease=1.0)
+    assert h.turn()["claimed"] == 1
+    for _ in range(8):  # 0.5 s a step on both clocks: 4 s, four leases' worth
+        h.elapse(0.5)
+        turn = h.turn()  # a heartbeat (every lease / 3) is due at every step
+        assert (turn["statements"], turn["lost"]) == (1, 0), "one heartbeat, and it renewed"
+    assert states(conn, [job_id]) == ["running"]
+    release.set()
+    h.turns_until(lambda t: h.worker.batched == 1)
+    h.elapse(BATCH_WAIT)
+    assert h.turn()["finished"] == 1
+    st = jobs.status(conn, tenant_id=1, job_id=job_id)
+    assert (st.state, st.attempts, st.output) == ("done", 1, "slow but held")
+    [row] = jobs.history(conn, job_id)
+    assert row["outcome"] == "done"
+    assert row["finished_at"] - row["started_at"] >= timedelta(seconds=3), "three leases long"
+    assert h.worker.stats["lost"] == 0
+
+
+def test_without_heartbeats_the_lease_runs_out_and_the_late_finish_is_refused(conn, harness):
+    [job_id] = submit(conn, 1, max_attempts=1)
+    release = threading.Event()
+    h = harness({"noop": lambda payload: release.wait(WAIT) and "too late"}, lease=0.3,
+                heartbeat=0)
+    assert h.turn()["claimed"] == 1
+    h.elapse(1.0)  # longer than the lease, and nobody renews it
+    release.set()
+    total = h.turns_until(lambda t: t["rejected"] == 1)  # then its claim fails the expired
+    h.elapse(h.worker._poll)                               # last attempt, or the next poll's
+    total += h.turn()
+    assert (total["rejected"], total["finished"], total["lost"]) == (1, 0, 0)
+    st = jobs.status(conn, tenant_id=1, job_id=job_id)
+    assert st.state == "failed"
+    assert st.last_error == "lease expired on the last attempt (1 of 1)"
+    [row] = jobs.history(conn, job_id)
+    assert (row["outcome"], row["rejected_report"]) == ("expired", "finish")
+    assert conn.execute("SELECT count(*) FROM job_results").fetchone()[0] == 0

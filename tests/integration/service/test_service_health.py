@@ -40,6 +40,7 @@ def server():
         yield s
 
 
+@pytest.mark.private_server  # the server it stops is its own
 def test_stopping_the_database_fails_readiness_not_liveness(server):
     app = webapp.create_app("svc_health", url=server.url, ready_timeout=1.0, pool_timeout=1.0)
     uv, thread, url = serve(app)[:3]

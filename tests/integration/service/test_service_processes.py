@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from servicekit import auth, wait_until
 
 from cachequeue.course.procs.stack import SUMMARY_HANDLERS_SPEC, Stack
@@ -58,6 +59,7 @@ def session_members(sid: int) -> list[int]:
     return found
 
 
+@pytest.mark.redis  # `make serve` runs `make db`, which starts (or finds) Redis too
 def test_ctrl_c_stops_make_serve_and_every_child_exits(schema, conn):
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
     make = subprocess.Popen(["make", "--no-print-directory", "serve", "SERVE_PORT=0",

@@ -169,7 +169,7 @@ def test_a_stopped_server_degrades_to_the_loader_in_bounded_time(private_redis):
     assert len(answers) == 30 and model.calls == 4  # one load before, one per key after
     assert cache.stats.degraded == 3 and 1 <= cache.stats.redis_errors <= 3
     assert isinstance(cache.last_error, redis.ConnectionError)
-    assert elapsed < 2.0
+    assert elapsed < 5.0, "well under the 6 s that a 0.2 s timeout per lookup would cost"
 
 
 def test_a_stalled_server_costs_one_timeout_then_the_breaker_skips_it(private_redis):
@@ -194,5 +194,8 @@ def test_a_stalled_server_costs_one_timeout_then_the_breaker_skips_it(private_re
     cache, answers, stalled, skipped = asyncio.run(scenario(private_redis))
     assert answers == ("v1", "v2")
     assert isinstance(cache.last_error, redis.TimeoutError)
-    assert 0.15 < stalled < 2.0 and skipped < stalled / 4
+    assert stalled > 0.15, "the first lookup waited for the client's timeout"
+    # ... and the second did not ask the frozen server again (that would be a second error
+    # after another timeout): the breaker sent it straight to the loader.
     assert (cache.stats.redis_errors, cache.stats.degraded) == (1, 2)
+    assert stalled < 30 and skipped < 30, "neither hung"

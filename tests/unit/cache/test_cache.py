@@ -1,5 +1,7 @@
-"""LoadingCache: one behaviour suite run against both policies and both cache classes
-(LoadingCache and its subclass EarlyRefreshCache), then policy-specific eviction."""
+"""LoadingCache: the behaviour suite every cache shares (tests/cachebehaviour.py, which
+SharedCache runs too) and what only LoadingCache does (capacity, eviction, expiry on its
+clock, shared values), run against both policies and both cache classes (LoadingCache and
+its subclass EarlyRefreshCache), then policy-specific eviction."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ import asyncio
 import random
 
 import pytest
+from cachebehaviour import CacheBehaviour
+from cachebehaviour import Counting as Loader
 
 from cachequeue.cache import CacheBusy, EarlyRefreshCache, LoadingCache
 from cachequeue.clock import ManualClock
@@ -17,24 +21,9 @@ def run(coro):
     return asyncio.run(coro)
 
 
-class Loader:
-    """A loader factory that counts calls and returns `prefix-<n>` for the n-th call."""
-
-    def __init__(self, prefix: str = "value") -> None:
-        self.prefix = prefix
-        self.calls = 0
-
-    def __call__(self):
-        self.calls += 1
-        return self._load(self.calls)
-
-    async def _load(self, n):
-        return f"{self.prefix}-{n}"
-
-
-class CacheBehaviour:
-    """Behaviour every policy and every cache class must have. Subclasses set `policy` and
-    may set `cache_class`."""
+class LoadingCacheBehaviour(CacheBehaviour):
+    """The shared suite (tests/cachebehaviour.py) and what only LoadingCache does, for every
+    policy and every cache class. Subclasses set `policy` and may set `cache_class`."""
 
     policy: str
     cache_class: type[LoadingCache] = LoadingCache
@@ -45,21 +34,26 @@ class CacheBehaviour:
             kwargs.setdefault("rng", random.Random(0))
         return self.cache_class(policy=self.policy, **kwargs)
 
+    # What the shared suite asks of a cache class.
+    def make(self, **settings) -> LoadingCache:
+        if not hasattr(self, "clock"):
+            self.clock = ManualClock()
+        return self.cache(clock=self.clock, **settings)
+
+    async def elapse(self, seconds: float) -> None:
+        self.clock.advance(seconds)
+
+    async def invalidate(self, cache, key) -> bool:
+        return cache.invalidate(key)
+
+    def stored(self, cache) -> int:
+        return len(cache)
+
+    def loading(self, cache) -> int:
+        return cache.pending
+
     def test_policy_is_reported(self):
         assert self.cache().policy == self.policy
-
-    def test_miss_loads_then_hit_reuses(self):
-        cache, load = self.cache(), Loader()
-
-        async def scenario():
-            first = await cache.get_or_load("k", load, ttl=5)
-            second = await cache.get_or_load("k", load, ttl=5)
-            return first, second
-
-        assert run(scenario()) == ("value-1", "value-1")
-        assert load.calls == 1
-        assert (cache.stats.hits, cache.stats.misses, cache.stats.loads) == (1, 1, 1)
-        assert len(cache) == 1 and "k" in cache
 
     def test_entry_expires_exactly_at_its_ttl(self):
         clock = ManualClock()
@@ -77,22 +71,6 @@ class CacheBehaviour:
         assert cache.stats.expired == 1
         assert len(cache) == 1
 
-    def test_ttl_counts_from_when_the_value_was_loaded(self):
-        clock = ManualClock()
-        cache, gate = self.cache(clock=clock), Gate()
-
-        async def scenario():
-            reader = asyncio.create_task(cache.get_or_load("k", gate, ttl=1.0))
-            await gate.started.wait()
-            clock.advance(5)  # the load takes five seconds
-            gate.release.set()
-            await reader
-            clock.advance(0.5)
-            return await cache.get_or_load("k", Loader(), ttl=1.0)
-
-        assert run(scenario()) == "v"
-        assert cache.stats.hits == 1
-
     def test_values_are_shared_not_copied(self):
         cache = self.cache()
 
@@ -108,19 +86,6 @@ class CacheBehaviour:
         assert a is b
         a.append("mutated by caller a")
         assert b == ["shared", "mutated by caller a"]  # why callers must not mutate
-
-    def test_none_is_a_value_like_any_other(self):
-        cache = self.cache()
-        calls = []
-
-        async def loader():
-            calls.append(1)
-
-        async def scenario():
-            return [await cache.get_or_load("k", loader, ttl=5) for _ in range(3)]
-
-        assert run(scenario()) == [None, None, None]
-        assert len(calls) == 1
 
     def test_size_never_exceeds_max_entries(self):
         cache, load = self.cache(max_entries=3), Loader()
@@ -180,17 +145,6 @@ class CacheBehaviour:
         assert cache.purge_expired() == 1 and len(cache) == 0
         assert cache.stats.expired == 2
 
-    def test_invalidate_drops_the_entry(self):
-        cache, load = self.cache(), Loader()
-
-        async def scenario():
-            await cache.get_or_load("k", load, ttl=5)
-            assert cache.invalidate("k") is True
-            assert cache.invalidate("k") is False
-            return await cache.get_or_load("k", load, ttl=5)
-
-        assert run(scenario()) == "value-2"
-
     def test_misses_equal_loads_plus_coalesced_plus_rejected(self):
         cache, gate = self.cache(max_pending=1), Gate()
 
@@ -211,7 +165,7 @@ class CacheBehaviour:
         assert s.hit_ratio == pytest.approx(1 / 5)
 
 
-class TestFifo(CacheBehaviour):
+class TestFifo(LoadingCacheBehaviour):
     policy = "fifo"
 
     def test_reading_does_not_save_the_oldest_entry(self):
@@ -227,7 +181,7 @@ class TestFifo(CacheBehaviour):
         assert cache.keys() == ["b", "c"]
 
 
-class TestLru(CacheBehaviour):
+class TestLru(LoadingCacheBehaviour):
     policy = "lru"
 
     def test_reading_protects_the_entry_from_eviction(self):

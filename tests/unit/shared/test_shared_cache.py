@@ -1,16 +1,22 @@
 """SharedCache on fakeredis: two caches on one fake server stand for two processes.
 
-Interleavings are fixed by GatedLoader's events; the degradation tests turn the fake
-server off (`connected = False`) and step the breaker with a ManualClock. Real processes,
-a real server that stops and one that stalls are in tests/integration/test_shared_redis.py.
+Interleavings are fixed by GatedLoader's events; the fake server's clock (its key expiry)
+stands still unless a test moves it; the degradation tests turn the fake server off
+(`connected = False`) and step the breaker with a ManualClock. The behaviour SharedCache
+shares with LoadingCache runs against the real Redis in
+tests/integration/shared/test_shared_cache_behaviour.py; real processes, a real server
+that stops and one that stalls are in tests/integration/shared/test_shared_redis.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
+import types
 
 import fakeredis
+import fakeredis._socket._base
 import pytest
 
 from cachequeue.cache import CacheBusy
@@ -23,6 +29,15 @@ NS = "cq:t_unit:"
 
 class Boom(Exception):
     pass
+
+
+@pytest.fixture(autouse=True)
+def redis_clock(monkeypatch):
+    """The fake server's clock, the one its key expiry reads: frozen unless a test moves it
+    (seconds, starting from now), so no TTL runs out because the machine was slow."""
+    clock = ManualClock(time.time())
+    monkeypatch.setattr(fakeredis._socket._base, "time", types.SimpleNamespace(time=clock))
+    return clock
 
 
 @pytest.fixture
@@ -57,7 +72,7 @@ def test_a_miss_loads_stores_json_with_its_ttl_and_the_next_call_hits(make, serv
     assert first == again == {"summary": "摘要", "tags": ["a"]}
     raw = fakeredis.FakeRedis(server=server, decode_responses=True)
     assert json.loads(raw.get(NS + "v:k")) == first
-    assert 29_000 < raw.pttl(NS + "v:k") <= 30_000
+    assert raw.pttl(NS + "v:k") == 30_000
     assert raw.exists(NS + "load:k") == 0, "the load lock is released"
     assert (cache.stats.loads, cache.stats.hits, gate.calls) == (1, 1, 1)
 
@@ -119,31 +134,49 @@ def test_a_failed_load_reaches_its_waiters_releases_the_lock_and_another_process
 
 
 def test_a_loader_that_never_lets_go_loses_its_lock_after_load_timeout_and_another_loads(
-        make, server):
+        make, server, redis_clock):
     """A loader whose process died (or hangs) never releases its load lock: Redis expires it
     after `load_timeout`, a waiting process takes the key over and loads, and when the old
-    load does finish after all, the value written first stays for everyone."""
+    load does finish after all, the value written first stays for everyone. The server's
+    clock is moved by hand: b looks while 199 ms have passed, and again after 201 ms."""
     raw = fakeredis.FakeRedis(server=server, decode_responses=True)
-    a, b = make(load_timeout=0.2), make(wait_timeout=10)
+    a, b = make(load_timeout=0.2), make(wait_timeout=60)
     hung, heir = GatedLoader("from a, too late"), GatedLoader("from b")
     heir.release.set()
+    looks = []  # at each of b's looks (MGET of the value and the lock): was the lock there?
+    mget = b.client.mget
+
+    async def looking(*keys):
+        value, holder = await mget(*keys)
+        looks.append(holder is not None)
+        return [value, holder]
+
+    b.client.mget = looking
+
+    async def looked_again():
+        seen = len(looks)
+        while len(looks) < seen + 2:  # the second of them began after the clock moved
+            await asyncio.sleep(0.001)
 
     async def scenario():
-        loop = asyncio.get_running_loop()
         mine = asyncio.create_task(a.get_or_load("k", hung, ttl=5))
         await hung.started.wait()  # a holds the lock with a 200 ms expiry, and never lets go
-        locked_at = loop.time()
         lock_ttl = raw.pttl(NS + "load:k")
-        theirs = await asyncio.wait_for(b.get_or_load("k", heir, ttl=5), timeout=10)
-        took_over_after = loop.time() - locked_at
+        theirs = asyncio.create_task(b.get_or_load("k", heir, ttl=5))
+        redis_clock.advance(0.199)
+        await looked_again()
+        waiting = (looks[-1], b.stats.waits, heir.calls, theirs.done())
+        redis_clock.advance(0.002)
+        took_over = await theirs
         stored = json.loads(raw.get(NS + "v:k"))
         hung.release.set()  # the old load finally returns: it must not replace b's value
-        return lock_ttl, theirs, took_over_after, stored, await mine
+        return lock_ttl, waiting, took_over, stored, await mine
 
-    lock_ttl, theirs, took_over_after, stored, late = run(scenario())
-    assert 0 < lock_ttl <= 200, "the load lock expires after load_timeout"
+    lock_ttl, waiting, theirs, stored, late = run(scenario())
+    assert lock_ttl == 200, "the load lock expires after load_timeout"
+    assert waiting == (True, 1, 0, False), "at 199 ms b finds a's lock and waits"
+    assert looks[-1] is False and all(looks[:-1]), "b loaded once it found the lock gone"
     assert theirs == stored == "from b"
-    assert took_over_after >= 0.15, "b loaded only once a's lock had run out"
     assert (b.stats.waits, b.stats.loads, heir.calls, hung.calls) == (1, 1, 1, 1)
     assert late == "from b", "the first value written stays, and a answers with it too"
     assert json.loads(raw.get(NS + "v:k")) == "from b"
@@ -184,25 +217,6 @@ def test_a_value_that_is_not_json_is_a_failure_and_releases_the_lock(make, serve
     raw = fakeredis.FakeRedis(server=server)
     assert raw.exists(NS + "load:k", NS + "v:k") == 0
     assert cache.stats.failures == 1
-
-
-def test_loads_beyond_max_pending_are_refused_at_once_joining_is_not(make):
-    cache = make(max_pending=2)
-    gates = {k: GatedLoader(k) for k in "abc"}
-
-    async def scenario():
-        a = [asyncio.create_task(cache.get_or_load("a", gates["a"], ttl=5)) for _ in range(3)]
-        b = asyncio.create_task(cache.get_or_load("b", gates["b"], ttl=5))
-        await gates["a"].started.wait()
-        await gates["b"].started.wait()
-        with pytest.raises(CacheBusy):
-            await cache.get_or_load("c", gates["c"], ttl=5)
-        for gate in gates.values():
-            gate.release.set()
-        return await asyncio.gather(*a, b)
-
-    assert run(scenario()) == ["a", "a", "a", "b"]
-    assert (cache.stats.rejected, gates["c"].calls) == (1, 0)
 
 
 def test_when_redis_is_down_answers_come_from_the_loader_and_the_breaker_spares_redis(make,
@@ -257,42 +271,10 @@ def test_degraded_loads_are_capped_by_max_pending_too(make, server):
     assert (cache.stats.rejected, other.calls) == (1, 0)
 
 
-def test_cancelling_a_caller_does_not_cancel_the_shared_lookup(make):
-    cache, gate = make(), GatedLoader("summary")
-
-    async def scenario():
-        only = asyncio.create_task(cache.get_or_load("k", gate, ttl=5))
-        await gate.started.wait()
-        only.cancel()
-        await asyncio.gather(only, return_exceptions=True)
-        gate.release.set()
-        await gate.finished.wait()
-        # The load went on without its caller: the next call joins it or finds its value.
-        return await cache.get_or_load("k", gate, ttl=5)
-
-    assert run(scenario()) == "summary"
-    assert gate.calls == 1 and cache.stats.hits + cache.stats.coalesced == 1
-
-
-def test_invalidate_deletes_the_stored_value(make):
-    cache, gate = make(), GatedLoader("v")
-    gate.release.set()
-
-    async def scenario():
-        await cache.get_or_load("k", gate, ttl=5)
-        return await cache.invalidate("k"), await cache.invalidate("k")
-
-    assert run(scenario()) == (True, False)
-
-
 @pytest.mark.parametrize(("kwargs", "error", "match"), [
-    ({"ttl": 0}, ValueError, "ttl must be > 0"),
-    ({"ttl": 4000}, ValueError, "max_ttl"),
-    ({"ttl": float("inf")}, ValueError, "finite"),
-    ({"ttl": "30"}, TypeError, "ttl"),
-    ({"ttl": 5, "key": ""}, ValueError, "key must be a non-empty"),
-    ({"ttl": 5, "key": 42}, TypeError, "key must be a str"),
-    ({"ttl": 5, "loader": "not callable"}, TypeError, "loader must be"),
+    ({"ttl": 4000}, ValueError, "max_ttl"),  # the default max_ttl; bad TTLs and loaders
+    ({"ttl": 5, "key": ""}, ValueError, "key must be a non-empty"),  # in general: the shared
+    ({"ttl": 5, "key": 42}, TypeError, "key must be a str"),  # suite, tests/cachebehaviour.py
 ])
 def test_bad_arguments_are_refused_before_anything_happens(make, kwargs, error, match):
     cache = make()

@@ -1,0 +1,59 @@
+"""The check that keeps the `db` and `redis` markers complete (conftest.py): CI's second leg
+runs only the tests marked so against the PostgreSQL 15 and Redis 7 services, so a test
+that needs a server but is not marked must fail, not pass on the first leg alone."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import fakeredis
+import psycopg
+import pytest
+import redis
+
+from cachequeue import db, shared
+
+
+def test_an_unmarked_test_cannot_connect_to_postgresql():
+    for connect in (db.connect, lambda: psycopg.connect("host=127.0.0.1 dbname=x"),
+                    lambda: psycopg.Connection.connect("dbname=x")):
+        with pytest.raises(RuntimeError, match=r"is not marked `db`.*pytest\.mark\.db"):
+            connect()
+
+
+def test_an_unmarked_test_cannot_connect_to_redis_but_fakeredis_works():
+    client = redis.Redis(host="127.0.0.1", port=6379)
+    with pytest.raises(RuntimeError, match=r"is not marked `redis`"):
+        client.ping()
+    with pytest.raises(RuntimeError, match=r"is not marked `redis`"):
+        redis.Redis(unix_socket_path="/tmp/none.sock").ping()
+    fake = fakeredis.FakeRedis()
+    assert fake.set("k", "v") and fake.get("k") == b"v"
+
+
+def test_child_processes_of_an_unmarked_test_are_refused_too():
+    probe = ("from cachequeue import db, shared\n"
+             "for name, connect in [('db', db.connect), ('redis', lambda: shared.connect().ping())]:\n"
+             "    try:\n"
+             "        connect()\n"
+             "    except Exception as exc:\n"
+             "        print(name, type(exc).__name__)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.split("\n")[:2] == ["db DatabaseUnavailable", "redis ConnectionError"], done
+
+
+@pytest.mark.db
+def test_a_test_marked_db_connects(database_url):
+    with db.connect() as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+@pytest.mark.redis
+def test_a_test_marked_redis_connects(redis_url):
+    client = shared.connect(redis_url)
+    try:
+        assert client.ping()
+    finally:
+        client.close()
