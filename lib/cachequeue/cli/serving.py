@@ -55,6 +55,13 @@ STABLE_SECONDS = 60.0  # a worker that ran this long before it exited starts aga
 _BACKOFF_CAP = 30.0
 
 
+# An idle keep-alive connection is closed by the client first (httpx's pool after 5 s, a
+# reverse proxy after its idle timeout, typically 60 s), never by us: a server that closes
+# first races the client's next request on that connection, which then fails with
+# "connection reset by peer" (uvicorn's own default is 5 s, the same as httpx's).
+KEEP_ALIVE_SECONDS = 75
+
+
 def listen_socket(host: str, port: int) -> socket.socket:
     """A bound TCP socket for uvicorn (`port` 0: a free one). Made with proto=IPPROTO_TCP,
     not socket.create_server's 0: asyncio sets TCP_NODELAY on accepted connections only
@@ -247,7 +254,8 @@ def run(args: argparse.Namespace, factory: Callable[..., Any]) -> int:
     log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
     log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
     config = uvicorn.Config(app, access_log=args.access_log, timeout_graceful_shutdown=10,
-                            log_level="info", log_config=log_config)
+                            timeout_keep_alive=KEEP_ALIVE_SECONDS, log_level="info",
+                            log_config=log_config)
     workers = Supervisor(args) if args.workers else None
     if workers is not None:
         service = getattr(getattr(app, "state", None), "service", None)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import httpx
 import uvicorn
 
-from cachequeue.cli.serving import Listeners, listen_socket
+from cachequeue.cli.serving import KEEP_ALIVE_SECONDS, Listeners, listen_socket
 from cachequeue.course.app import webapp
 from cachequeue.service import begin_shutdown, operator_app
 
@@ -69,7 +69,8 @@ def serve(app, *, operator: bool = False):
         served = Listeners(app, operator_app(app), socks[1].getsockname()[1])
     # log_config=None: uvicorn's loggers propagate to the root logger, where caplog sees them.
     server = uvicorn.Server(uvicorn.Config(served, log_config=None, log_level="debug",
-                                           timeout_graceful_shutdown=5))
+                                           timeout_graceful_shutdown=5,
+                                           timeout_keep_alive=KEEP_ALIVE_SECONDS))
     thread = threading.Thread(target=server.run, kwargs={"sockets": socks}, daemon=True)
     thread.start()
     wait_until(lambda: server.started or not thread.is_alive(), 30, "uvicorn startup")
