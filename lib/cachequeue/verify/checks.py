@@ -101,7 +101,7 @@ class _Index:
                 self.by_job[op["job"]].append(op)
             if f == "submit" and kind == "ok":
                 self.submits[op["job"]] = op
-            elif f == "claim" and kind == "ok":
+            elif f == "claim" and kind == "ok" and op.get("token"):
                 self.claims[op["token"]] = op
             elif f in REPORTS or f == "renew":
                 key = (op["call"], op.get("job"))

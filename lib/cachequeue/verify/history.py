@@ -37,7 +37,7 @@ from psycopg.rows import dict_row
 
 from .. import sqlfile
 
-__all__ = ["COMPLETIONS", "Recorder", "read", "snapshot", "write"]
+__all__ = ["COMPLETIONS", "Recorder", "db_now", "read", "snapshot", "write"]
 
 COMPLETIONS = ("ok", "fail", "unknown")
 _QUERIES = sqlfile.load(__package__, "snapshot.sql")
@@ -114,3 +114,8 @@ def snapshot(conn: psycopg.Connection, *, effects: bool = True) -> dict[str, lis
             found[name] = [{k: _plain(v) for k, v in row.items()} for row in rows]
         found["now"] = _plain(cur.execute(_QUERIES["now"].sql).fetchone()["now"])
     return found
+
+
+def db_now(conn: psycopg.Connection) -> float:
+    """The database clock `cq_now()` now, in epoch seconds."""
+    return conn.execute(_QUERIES["now"].sql).fetchone()[0].timestamp()

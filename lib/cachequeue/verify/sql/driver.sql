@@ -1,0 +1,23 @@
+-- The tables a verify run adds to the queue's schema (verify.driver).
+
+-- name: install
+-- The job kind of a verify run and the store of its handler's external side effect (one row per business key).
+INSERT INTO job_kinds (kind, description)
+VALUES ('verify_effect', 'a verify run: work a while, then apply an effect keyed by payload.key')
+ON CONFLICT (kind) DO NOTHING;
+CREATE TABLE IF NOT EXISTS verify_effects (
+    key         text PRIMARY KEY,
+    job_id      bigint NOT NULL,
+    lease_token uuid NOT NULL,
+    applied_at  timestamptz NOT NULL DEFAULT cq_now()
+);
+
+-- name: apply_effect
+-- The handler's side effect, idempotent by business key: applied once, whoever comes again.
+INSERT INTO verify_effects (key, job_id, lease_token) VALUES (%(key)s, %(job_id)s, %(lease_token)s)
+ON CONFLICT (key) DO NOTHING
+RETURNING key;
+
+-- name: unsettled
+-- Jobs not yet done or failed (the run waits for none).
+SELECT count(*) FROM jobs WHERE state NOT IN ('done', 'failed', 'cancelled');
