@@ -15,7 +15,8 @@ rows, marked `"row": table`) that prove it, nothing else. The checks:
    refused.
 3. `stale-accepted`: every report (finish, fail, release) carrying an outdated lease token
    (a later attempt had started, or the lease had run out) was rejected.
-4. `lease-overlap`: no two unexpired leases on one job overlapped, by the database clock;
+4. `lease-overlap`: no two unexpired leases on one job overlapped, by the database clock,
+   and no attempt was left open (its lease never ended) when the next one claimed the job;
    `renew-after-expiry`: no lease was renewed after it had run out.
 5. `attempts`: attempt numbers rise by one, attempts minus hand-backs stay within the cap,
    hand-backs are the released attempts; `retry-delay`: each drawn delay lies within the
@@ -120,6 +121,24 @@ class _Index:
             elif kind == "info" and f not in ("run",):
                 self.nemesis.append(op)
 
+    def accepted_reports(self) -> list[tuple[dict, dict]]:
+        """The reports that took effect. An `unknown` one counts when the tables show its
+        effect, and then only the first unknown of that attempt and operation, and only if
+        no answered report of it was accepted: one commit explains them all."""
+        answered = {(i["token"], i["f"]) for i, d in self.reports
+                    if d["type"] == "ok" and d.get("outcome") == "accepted"}
+        found, seen = [], set()
+        for invoke, done in self.reports:
+            if not self.accepted(invoke, done):
+                continue
+            if done["type"] == "unknown":
+                key = (invoke["token"], invoke["f"])
+                if key in answered or key in seen:
+                    continue
+                seen.add(key)
+            found.append((invoke, done))
+        return found
+
     # -------------------------------------------------------------- leases
 
     def lease_bounds(self, token: str, before: float | None = None) -> tuple[float, float] | None:
@@ -197,8 +216,8 @@ def _lost_or_unexpected(ix: _Index) -> Iterable[Violation]:
 
 def _one_result(ix: _Index) -> Iterable[Violation]:
     accepted: dict[int, list[tuple[dict, dict]]] = defaultdict(list)
-    for invoke, done in ix.reports:
-        if invoke["f"] == "finish" and ix.accepted(invoke, done):
+    for invoke, done in ix.accepted_reports():
+        if invoke["f"] == "finish":
             accepted[invoke["job"]].append((invoke, done))
     for job_id, row in sorted(ix.jobs.items()):
         result = ix.results.get(job_id)
@@ -242,9 +261,7 @@ def _one_result(ix: _Index) -> Iterable[Violation]:
 
 
 def _stale_accepted(ix: _Index) -> Iterable[Violation]:
-    for invoke, done in ix.reports:
-        if not ix.accepted(invoke, done):
-            continue
+    for invoke, done in ix.accepted_reports():
         token, job_id, sent = invoke["token"], invoke["job"], invoke["time"]
         mine = ix.attempt_of.get(token)
         number = invoke.get("attempt") or (mine or {}).get("attempt")
@@ -270,7 +287,14 @@ def _lease_overlap(ix: _Index) -> Iterable[Violation]:
     for job_id, rows in sorted(ix.attempts.items()):
         for a, b in zip(rows, rows[1:], strict=False):
             end, start = ix.end_lo(a["lease_token"]), ix.start_of(b["lease_token"])
-            if end is not None and start is not None and start < end - EPSILON:
+            if a["finished_at"] is None:
+                yield Violation("lease-overlap", job_id,
+                                f"attempt {b['attempt']} of job {job_id} was claimed while "
+                                f"attempt {a['attempt']}'s lease was never ended (no report, "
+                                "no expiry, no cancel)",
+                                [*ix.witness_claim(a["lease_token"]), _row("attempts", a),
+                                 *ix.witness_claim(b["lease_token"])])
+            elif end is not None and start is not None and start < end - EPSILON:
                 yield Violation("lease-overlap", job_id,
                                 f"attempt {b['attempt']} of job {job_id} was claimed "
                                 f"{end - start:.3f} s before attempt {a['attempt']}'s lease ended",

@@ -111,7 +111,7 @@ class _Fleet:
     def stop_all(self, timeout: float = 10.0) -> None:
         with self._lock:
             procs = dict(self.procs)
-        for name, proc in procs.items():
+        for proc in procs.values():
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     proc.send_signal(signal.SIGCONT)
@@ -132,7 +132,7 @@ def _plan(rng: random.Random, faults: Iterable[str], window: float, per_kind: in
     plan = []
     for kind in faults:
         for _ in range(per_kind):
-            duration = {"pause": rng.uniform(1.5, 2.5) * lease,
+            duration = {"pause": rng.uniform(1.1, 1.6) * lease,
                         "blackhole": rng.uniform(1.3, 1.8) * lease,
                         "delay": rng.uniform(0.5, 1.0) * lease}.get(kind, 0.0)
             plan.append((rng.uniform(0.5, window), kind, duration))
@@ -146,9 +146,20 @@ class _Nemesis:
         self.done = Counter()
         self.timers: list[threading.Thread] = []
 
-    def _victim(self) -> str | None:
-        live = self.fleet.live()
-        return self.rng.choice(sorted(live)) if live else None
+    def _victim(self, patience: float = 1.5) -> str | None:
+        """A live worker, preferring one that holds jobs (a fault on an idle worker shows
+        nothing): wait up to `patience` seconds for one, then take any."""
+        give_up = time.monotonic() + patience
+        while True:
+            live = sorted(self.fleet.live())
+            with contextlib.suppress(Exception), db.connect(SCHEMA, url=self.server.url) as conn:
+                holders = {row[0] for row in conn.execute(_QUERIES["holders"].sql).fetchall()}
+                busy = [name for name in live if name in holders]
+                if busy:
+                    return self.rng.choice(busy)
+            if time.monotonic() >= give_up:
+                return self.rng.choice(live) if live else None
+            time.sleep(0.05)
 
     def act(self, kind: str, duration: float) -> None:
         if kind in ("kill", "pause", "terminate"):

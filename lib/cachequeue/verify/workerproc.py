@@ -86,14 +86,13 @@ def main(argv: list[str] | None = None) -> int:
                     batch_wait=cfg["batch_wait"], rng=random.Random(cfg["seed"]))
 
     def stop() -> None:
-        if cfg["variant"] != variants.REAL:
+        if cfg["variant"] == "reset-on-shutdown":
             try:
                 with db.connect(cfg["schema"], url=cfg["url"]) as conn:
                     changed = variants.on_shutdown(cfg["variant"], conn)
-                if changed:
-                    rec.op("info", "reset", rows=changed)
-            except Exception:  # a mutant's extra; the stop itself must still happen
-                pass
+                rec.op("info", "reset", rows=changed)
+            except Exception as exc:  # a mutant's extra; the stop itself must still happen
+                rec.op("info", "reset", rows=0, error=repr(exc))
         worker.stop()
 
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=stop, daemon=True).start())

@@ -113,6 +113,9 @@ def test_an_ambiguous_commit_called_refused_is_found():
                       op("info", "verdict", 0.9, "w2", job=1, attempt=2, token=A2,
                          event="finished")]
     assert run(ops, snap) == []  # unknown, resolved by the result row: accepted once
+    resend = [op("invoke", "finish", 0.8, "w2", call="w2:again", job=1, attempt=2, token=A2),
+              op("unknown", "finish", 0.81, "w2", call="w2:again", job=1, attempt=2, token=A2)]
+    assert run(ops + resend, snap) == []  # sent again, cut again: still one commit at most
     ops[-1]["event"] = "rejected"
     assert names(run(ops, snap)) == ["ambiguous-as-failure"]
 
@@ -142,6 +145,14 @@ def test_overlapping_leases_are_found():
     found = [v for v in run(ops, snap) if v.check == "lease-overlap"]
     assert len(found) == 1
     assert [w.get("token", w.get("lease_token")) for w in found[0].witness] == [A1, A1, A2]
+
+
+def test_a_lease_that_never_ended_is_found():
+    ops, snap = good()
+    snap["attempts"][0].update(finished_at=None, outcome=None)  # reset, not reported
+    ops = ops[:3] + ops[5:]  # attempt 1 never reported
+    found = [v for v in run(ops, snap) if v.check == "lease-overlap"]
+    assert len(found) == 1 and "never ended" in found[0].message
 
 
 def test_a_renewal_after_expiry_is_found():

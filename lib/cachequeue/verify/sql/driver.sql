@@ -21,3 +21,7 @@ RETURNING key;
 -- name: unsettled
 -- Jobs not yet done or failed (the run waits for none).
 SELECT count(*) FROM jobs WHERE state NOT IN ('done', 'failed', 'cancelled');
+
+-- name: holders
+-- The workers that hold a running job now (the nemesis prefers them).
+SELECT DISTINCT locked_by FROM jobs WHERE state = 'running' AND locked_by IS NOT NULL;
