@@ -7,8 +7,9 @@ Each check returns `Violation`s; a violation names its check (and the number it 
 issue 21's list), the job, one sentence, and the witness: the few operations (and table
 rows, marked `"row": table`) that prove it, nothing else. The checks:
 
-1. `lost` / `unexpected`: every submitted job ended done or failed; no job, claim or result
-   appears that was never submitted.
+1. `lost` / `unexpected`: every submitted job ended done or failed, and every answered
+   claim is in the attempt rows unless a server restart came after it (a claim commits
+   without waiting for the disk); no job, claim or result appears that was never submitted.
 2. `one-result`: exactly one accepted result per done job (none for others), written by
    the attempt that held an unexpired lease when it was written; `ambiguous-as-failure`:
    a worker never calls a report that did commit (its answer lost with the connection)
@@ -214,6 +215,19 @@ def _lost_or_unexpected(ix: _Index) -> Iterable[Violation]:
                         else ix.by_job[job_id][:1])
 
 
+def _lost_claims(ix: _Index) -> Iterable[Violation]:
+    """A claim commits without waiting for the disk (jobs.claim_many): a server crash may
+    lose it, and then it is as good as an expired lease. Without a crash after it, an
+    answered claim that the attempt rows do not know was lost by the queue itself."""
+    crashes = [op.get("started", op["time"]) for op in ix.nemesis if op["f"] == "restart"]
+    for token, claim in ix.claims.items():
+        if token in ix.attempt_of or any(at >= claim["time"] - EPSILON for at in crashes):
+            continue
+        yield Violation("lost", claim["job"],
+                        f"attempt {claim['attempt']} of job {claim['job']} was claimed, and "
+                        "no attempt row has its token (no restart came after it)", [claim])
+
+
 def _one_result(ix: _Index) -> Iterable[Violation]:
     accepted: dict[int, list[tuple[dict, dict]]] = defaultdict(list)
     for invoke, done in ix.accepted_reports():
@@ -377,7 +391,7 @@ def _outage_after(ix: _Index, start: float, end: float) -> float:
     total = 0.0
     for op in ix.nemesis:
         if op["f"] in OUTAGES:
-            begin, stop = op["time"], op.get("until", op["time"])
+            begin, stop = op.get("started", op["time"]), op.get("until", op["time"])
             total += max(0.0, min(stop, end) - max(begin, start))
     return total
 
@@ -392,7 +406,9 @@ def _reclaim(ix: _Index, poll: float, slack: float) -> Iterable[Violation]:
             if claim["process"] != victim or claim["from"] > at:
                 continue
             row = ix.attempt_of.get(token)
-            if row is not None and row["outcome"] not in (None, "expired"):
+            if row is None:
+                continue  # the claim itself was lost in a restart (see _lost_claims)
+            if row["outcome"] not in (None, "expired"):
                 continue  # reported (the report may have crossed the kill): not left behind
             bounds = ix.lease_bounds(token, before=at)
             if bounds is None:
@@ -429,7 +445,8 @@ def check(ops: list[dict], snapshot: dict, *, lease: float, poll: float,
     """
     ix = _Index(list(ops), snapshot, lease)
     found: list[Violation] = []
-    groups = [("lost", lambda: _lost_or_unexpected(ix)), ("one-result", lambda: _one_result(ix)),
+    groups = [("lost", lambda: _lost_or_unexpected(ix)), ("lost", lambda: _lost_claims(ix)),
+              ("one-result", lambda: _one_result(ix)),
               ("stale-accepted", lambda: _stale_accepted(ix)),
               ("lease-overlap", lambda: _lease_overlap(ix)),
               ("attempts", lambda: _attempts(ix, policy)),

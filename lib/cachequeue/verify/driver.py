@@ -46,6 +46,7 @@ from ..checks import check_int, check_seconds
 from ..embedded import Server
 from ..queue import jobs as queue_jobs
 from ..queue import registry, schema
+from ..queue.notify import CONNECTION_ERRORS
 from . import checks, history, variants
 from .proxy import Proxy
 from .workerproc import KIND
@@ -83,6 +84,7 @@ class _Fleet:
         self.cfg, self.workdir, self.rec = cfg, workdir, rec
         self.procs: dict[str, subprocess.Popen] = {}
         self.paused: set[str] = set()
+        self.dead: set[str] = set()  # signalled to die: not a victim any more
         self.started = 0
         self._lock = threading.Lock()
 
@@ -102,7 +104,8 @@ class _Fleet:
 
     def live(self) -> list[str]:
         with self._lock:
-            return [n for n, p in self.procs.items() if p.poll() is None and n not in self.paused]
+            return [n for n, p in self.procs.items()
+                    if p.poll() is None and n not in self.paused and n not in self.dead]
 
     def signal(self, name: str, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -167,6 +170,8 @@ class _Nemesis:
             if victim is None:
                 return
             pid = self.fleet.procs[victim].pid
+            if kind != "pause":
+                self.fleet.dead.add(victim)
             if kind == "kill":
                 self.fleet.signal(victim, signal.SIGKILL)
                 self.rec.op("info", "kill", target=victim, pid=pid)
@@ -183,7 +188,7 @@ class _Nemesis:
         elif kind == "restart":
             started = time.time()
             self.server.restart("immediate")
-            self.rec.op("info", "restart", until=time.time(), started=started)
+            self.rec.op("info", "restart", started=started, until=time.time())
         elif kind == "cut":
             self.proxy.cut_after_commit(FINISH_MARKER, for_=3.0)
             self.rec.op("info", "cut-armed", marker=FINISH_MARKER.decode())
@@ -216,13 +221,64 @@ class _Nemesis:
             thread.join()
 
 
+class _Submitter:
+    """Submits the workload on its own direct connection; a submit cut by a restart is sent
+    again under the same idempotency key, so it is recorded once, with its one job id."""
+
+    def __init__(self, url: str, rec: history.Recorder, max_attempts: int) -> None:
+        self.url, self.rec, self.max_attempts = url, rec, max_attempts
+        self.conn = None
+
+    def _one(self, payload: dict) -> None:
+        for _ in range(200):
+            try:
+                if self.conn is None or self.conn.closed:
+                    self.conn = db.connect(SCHEMA, url=self.url)
+                job_id = queue_jobs.submit(self.conn, tenant_id=1, kind=KIND, payload=payload,
+                                           idempotency_key=payload["key"],
+                                           max_attempts=self.max_attempts)
+            except CONNECTION_ERRORS:  # the server restarting: try again shortly, same key
+                if self.conn is not None:
+                    self.conn.close()
+                self.conn = None
+                time.sleep(0.05)
+                continue
+            self.rec.op("ok", "submit", job=job_id, key=payload["key"])
+            return
+        raise RuntimeError(f"could not submit {payload['key']}")
+
+    def submit(self, payloads: list[dict]) -> None:
+        for payload in payloads:
+            self._one(payload)
+
+    def spread(self, payloads: list[dict], seconds: float) -> None:
+        start = time.monotonic()
+        for n, payload in enumerate(payloads):
+            time.sleep(max(0.0, start + seconds * n / max(1, len(payloads)) - time.monotonic()))
+            self._one(payload)
+        if self.conn is not None:
+            self.conn.close()
+
+
+def _wait_for_claims(path: Path, workers: int, deadline: float) -> None:
+    """Wait until every first worker has started and some job was claimed (a fault on a
+    fleet still importing its modules shows nothing), or until `deadline`."""
+    while time.monotonic() < deadline:
+        ops = history.read(path)
+        started = sum(op["f"] == "started" for op in ops)
+        if started >= workers and any(op["f"] == "claim" and op.get("token") for op in ops):
+            return
+        time.sleep(0.1)
+
+
 def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers: int = 4,
         faults: Iterable[str] = FAULTS, per_kind: int = 2, time_limit: float = 60.0,
-        fault_window: float = 6.0, workdir: str | os.PathLike | None = None,
+        fault_window: float | None = None, workdir: str | os.PathLike | None = None,
         keep: bool = False) -> dict[str, Any]:
     """Run one seeded verify run and check it; the result (see the module docstring).
 
-    `per_kind` faults of each kind land within the first `fault_window` seconds; the run
+    `per_kind` faults of each kind land within the first `fault_window` seconds after the
+    workers are up (default: 0.8 s per fault); the run
     ends when every job is settled or `time_limit` seconds passed. The history and the
     workers' logs go to `workdir` (a temporary folder, deleted unless `keep`).
     """
@@ -262,23 +318,30 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
         try:
             for _ in range(workers):
                 fleet.spawn()
-            with db.connect(SCHEMA, url=server.url) as conn:
-                for i in range(jobs):
-                    key = f"key-{seed}-{i}"
-                    payload = {"key": key, "work": round(rng.uniform(0.05, 0.4), 3),
-                               "fails": 1 if rng.random() < 0.15 else 0}
-                    job_id = queue_jobs.submit(conn, tenant_id=1, kind=KIND, payload=payload,
-                                               max_attempts=s.max_attempts)
-                    rec.op("ok", "submit", job=job_id, key=key)
+            # Most jobs are short; one in five outlives a pause (its lease lives on renewals).
+            payloads = [{"key": f"key-{seed}-{i}",
+                         "work": round(rng.uniform(1.2, 2.5) if rng.random() < 0.2
+                                       else rng.uniform(0.1, 0.6), 3),
+                         "fails": 1 if rng.random() < 0.15 else 0} for i in range(jobs)]
+            first = max(1, jobs // 4)
+            submitter = _Submitter(server.url, rec, s.max_attempts)
+            submitter.submit(payloads[:first])
+            _wait_for_claims(path, workers, began + time_limit / 2)
+            if fault_window is None:
+                fault_window = 0.5 + 0.8 * per_kind * len(faults)
             plan = _plan(rng, faults, fault_window, per_kind, s.lease)
             start = time.monotonic()
             thread = threading.Thread(target=nemesis.run, args=(plan, start), daemon=True)
             thread.start()
+            # The rest arrive at a steady rate over the fault window: faults meet busy workers.
+            feeder = threading.Thread(target=submitter.spread,
+                                      args=(payloads[first:], 0.9 * fault_window), daemon=True)
+            feeder.start()
             deadline = began + time_limit
             unsettled = jobs
             while time.monotonic() < deadline:
                 time.sleep(0.25)
-                if thread.is_alive():
+                if thread.is_alive() or feeder.is_alive():
                     continue
                 with contextlib.suppress(Exception), db.connect(SCHEMA, url=server.url) as conn:
                     unsettled = conn.execute(_QUERIES["unsettled"].sql).fetchone()[0]

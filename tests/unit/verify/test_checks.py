@@ -85,6 +85,15 @@ def test_a_lost_job_is_found():
     assert len(found) == 1 and found[0].job == 1 and found[0].witness[0]["f"] == "submit"
 
 
+def test_a_claim_the_tables_forgot_is_lost_unless_the_server_restarted():
+    ops, snap = good()
+    ops += claim(0.9, A3, 3, "w3")  # answered, but no attempt row has it
+    found = [v for v in run(ops, snap) if v.check == "lost"]
+    assert len(found) == 1 and found[0].witness[0]["token"] == A3
+    ops.append(op("info", "restart", 1.0, "nemesis", started=T + 0.95, until=T + 1.0))
+    assert [v for v in run(ops, snap) if v.check == "lost"] == []
+
+
 def test_an_unexpected_job_is_found():
     ops, snap = good()
     snap["jobs"].append(dict(snap["jobs"][0], job_id=2, payload={}))
