@@ -87,7 +87,8 @@ class Proxy:
         self._pipes: set[_Pipe] = set()
         self._lock = threading.Lock()
         self._delay = 0.0
-        self._delay_until = self._blackhole_until = 0.0
+        self._delay_until = 0.0
+        self._blackholes = 0  # partitions in force
         self._marker: bytes | None = None
         self._stopped = False
         self.counts = {"connections": 0, "cut": 0, "ambiguous": 0}
@@ -99,11 +100,13 @@ class Proxy:
         self._delay, self._delay_until = seconds, time.monotonic() + for_
 
     def blackhole(self, for_: float) -> None:
-        self._blackhole_until = time.monotonic() + for_
+        self._blackholes += 1
 
         def heal() -> None:
             time.sleep(for_)
-            self.cut()
+            self.cut()  # first cut, then let bytes flow: nothing held is ever delivered
+            with self._lock:
+                self._blackholes -= 1
         threading.Thread(target=heal, daemon=True).start()
 
     def cut(self) -> int:
@@ -140,7 +143,7 @@ class Proxy:
 
     def _hold(self) -> None:
         """Wait out a delay; block while a blackhole lasts."""
-        while time.monotonic() < self._blackhole_until and not self._stopped:
+        while self._blackholes and not self._stopped:
             time.sleep(0.01)
         if time.monotonic() < self._delay_until:
             time.sleep(self._delay)
