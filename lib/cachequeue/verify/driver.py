@@ -149,24 +149,28 @@ class _Nemesis:
         self.done = Counter()
         self.timers: list[threading.Thread] = []
 
-    def _victim(self, patience: float = 1.5) -> str | None:
-        """A live worker, preferring one that holds jobs (a fault on an idle worker shows
-        nothing): wait up to `patience` seconds for one, then take any."""
+    def _victim(self, work_left: float = 0.0, patience: float = 1.5) -> str | None:
+        """A live worker, preferring one that holds a job with more than `work_left`
+        seconds of work left (a fault on an idle worker shows nothing; a pause shows most
+        when the handler still runs after it): wait up to `patience` seconds for one, then
+        take any holder, then any worker."""
         give_up = time.monotonic() + patience
         while True:
             live = sorted(self.fleet.live())
+            holders: dict[str, float] = {}
             with contextlib.suppress(Exception), db.connect(SCHEMA, url=self.server.url) as conn:
-                holders = {row[0] for row in conn.execute(_QUERIES["holders"].sql).fetchall()}
-                busy = [name for name in live if name in holders]
-                if busy:
-                    return self.rng.choice(busy)
+                holders = dict(conn.execute(_QUERIES["holders"].sql).fetchall())
+            aimed = [n for n in live if n in holders and holders[n] > work_left]
+            if aimed:
+                return self.rng.choice(aimed)
             if time.monotonic() >= give_up:
-                return self.rng.choice(live) if live else None
+                busy = [n for n in live if n in holders]
+                return self.rng.choice(busy or live) if live else None
             time.sleep(0.05)
 
     def act(self, kind: str, duration: float) -> None:
         if kind in ("kill", "pause", "terminate"):
-            victim = self._victim()
+            victim = self._victim(duration + 0.2 if kind == "pause" else 0.0)
             if victim is None:
                 return
             pid = self.fleet.procs[victim].pid
@@ -320,7 +324,7 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
                 fleet.spawn()
             # Most jobs are short; one in five outlives a pause (its lease lives on renewals).
             payloads = [{"key": f"key-{seed}-{i}",
-                         "work": round(rng.uniform(1.2, 2.5) if rng.random() < 0.2
+                         "work": round(rng.uniform(2.5, 4.0) if rng.random() < 0.25
                                        else rng.uniform(0.1, 0.6), 3),
                          "fails": 1 if rng.random() < 0.15 else 0} for i in range(jobs)]
             first = max(1, jobs // 4)

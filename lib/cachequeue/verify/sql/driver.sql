@@ -23,5 +23,11 @@ RETURNING key;
 SELECT count(*) FROM jobs WHERE state NOT IN ('done', 'failed', 'cancelled');
 
 -- name: holders
--- The workers that hold a running job now (the nemesis prefers them).
-SELECT DISTINCT locked_by FROM jobs WHERE state = 'running' AND locked_by IS NOT NULL;
+-- The workers that hold a running job now, with the most work left in one of their jobs (seconds; the nemesis aims with it).
+SELECT j.locked_by,
+       max(extract(epoch FROM a.started_at) + (j.payload ->> 'work')::float8
+           - extract(epoch FROM cq_now())) AS work_left
+FROM jobs j
+JOIN job_attempts a ON a.lease_token = j.lease_token
+WHERE j.state = 'running' AND j.locked_by IS NOT NULL
+GROUP BY j.locked_by;

@@ -110,10 +110,12 @@ ORDER BY id;
 
 -- name: reset_running
 -- reset-on-shutdown: a stopping worker sets EVERY running job back to pending, its own and everyone else's.
+-- (Those on their last attempt are left alone: pending with no attempt left, the claim's
+-- attempts_capped constraint would refuse every claim and stop the whole run.)
 UPDATE jobs
 SET state = 'pending', run_after = cq_now(), lease_token = NULL, locked_until = NULL,
     locked_by = NULL
-WHERE state = 'running';
+WHERE state = 'running' AND attempts - handbacks < max_attempts;
 
 -- name: beat_after_expiry
 -- heartbeat-after-expiry: renew every lease this worker holds by its token, expired or not.
