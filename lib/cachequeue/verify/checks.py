@@ -13,7 +13,7 @@ rows, marked `"row": table`) that prove it, nothing else. The checks:
 2. `one-result`: exactly one accepted result per done job (none for others), written by
    the attempt that held an unexpired lease when it was written; `ambiguous-as-failure`:
    a worker never calls a report that did commit (its answer lost with the connection)
-   refused.
+   refused; `false-success`: nor calls one done that did not store its result.
 3. `stale-accepted`: every report (finish, fail, release) carrying an outdated lease token
    (a later attempt had started, or the lease had run out) was rejected.
 4. `lease-overlap`: no two unexpired leases on one job overlapped, by the database clock,
@@ -48,6 +48,7 @@ REPORTS = ("finish", "fail", "release")
 OUTAGES = ("restart", "blackhole", "pause-all")
 
 CHECKS = {"lost": 1, "unexpected": 1, "one-result": 2, "ambiguous-as-failure": 2,
+          "false-success": 2,
           "stale-accepted": 3, "lease-overlap": 4, "renew-after-expiry": 4, "attempts": 5,
           "retry-delay": 5, "side-effect": 6, "reclaim": 7}
 
@@ -272,6 +273,12 @@ def _one_result(ix: _Index) -> Iterable[Violation]:
             yield Violation("ambiguous-as-failure", op["job"],
                             f"the worker called attempt {op['attempt']}'s finish refused, but "
                             "its result was stored", [op, _row("results", ix.results[op["job"]])])
+        elif op.get("event") == "finished" and token is not None and token not in stored:
+            result = ix.results.get(op["job"])
+            yield Violation("false-success", op["job"],
+                            f"the worker called attempt {op['attempt']}'s finish done, but "
+                            "no result of that attempt was stored",
+                            [op] + ([_row("results", result)] if result else []))
 
 
 def _stale_accepted(ix: _Index) -> Iterable[Violation]:

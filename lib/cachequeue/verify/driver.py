@@ -322,9 +322,11 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
         try:
             for _ in range(workers):
                 fleet.spawn()
-            # Most jobs are short; one in five outlives a pause (its lease lives on renewals).
+            # Most jobs are short; with pauses or partitions on, one in four outlives them
+            # (its lease lives on renewals), so that a holder comes back to a running handler.
+            long_share = 0.25 if {"pause", "blackhole"} & set(faults) else 0.0
             payloads = [{"key": f"key-{seed}-{i}",
-                         "work": round(rng.uniform(2.5, 4.0) if rng.random() < 0.25
+                         "work": round(rng.uniform(2.0, 3.0) if rng.random() < long_share
                                        else rng.uniform(0.1, 0.6), 3),
                          "fails": 1 if rng.random() < 0.15 else 0} for i in range(jobs)]
             first = max(1, jobs // 4)

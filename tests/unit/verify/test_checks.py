@@ -127,6 +127,9 @@ def test_an_ambiguous_commit_called_refused_is_found():
     assert run(ops + resend, snap) == []  # sent again, cut again: still one commit at most
     ops[-1]["event"] = "rejected"
     assert names(run(ops, snap)) == ["ambiguous-as-failure"]
+    ops[-1]["event"] = "finished"
+    snap["results"][0]["lease_token"] = A1  # the worker said done, but attempt 1's result is there
+    assert "false-success" in names(run(ops, snap))
 
 
 def test_an_accepted_stale_report_is_found():
