@@ -220,7 +220,8 @@ def _lost_claims(ix: _Index) -> Iterable[Violation]:
     """A claim commits without waiting for the disk (jobs.claim_many): a server crash may
     lose it, and then it is as good as an expired lease. Without a crash after it, an
     answered claim that the attempt rows do not know was lost by the queue itself."""
-    crashes = [op.get("started", op["time"]) for op in ix.nemesis if op["f"] == "restart"]
+    # A restart may crash the server anywhere between its start and its end.
+    crashes = [op.get("until", op["time"]) for op in ix.nemesis if op["f"] == "restart"]
     for token, claim in ix.claims.items():
         if token in ix.attempt_of or any(at >= claim["time"] - EPSILON for at in crashes):
             continue
