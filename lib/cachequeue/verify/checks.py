@@ -25,7 +25,8 @@ rows, marked `"row": table`) that prove it, nothing else. The checks:
 6. `side-effect`: the handler's effect keyed by the job's business key took effect once per
    key, and for every done job.
 7. `reclaim`: the jobs a killed worker held were claimed again (or given up) within
-   lease + poll (+ `slack`, and + the time the server was down) after the kill.
+   lease + poll (+ `slack`, and + the time the server was down) after the kill, counted
+   from when some worker had a free slot (with `concurrency` given).
 
 Times: leases and attempt rows carry the database clock; operations carry the wall clock
 of the same host (the embedded server's `cq_now()` is its clock_timestamp()). `EPSILON`
@@ -404,7 +405,45 @@ def _outage_after(ix: _Index, start: float, end: float) -> float:
     return total
 
 
-def _reclaim(ix: _Index, poll: float, slack: float) -> Iterable[Violation]:
+_FREES = ("finished", "rejected", "retrying", "failed", "handed-back", "abandoned")
+
+
+def _first_free_slot(ix: _Index, after: float, concurrency: int | None) -> float | None:
+    """The first moment at or after `after` when some worker could claim: started, not
+    killed or stopped, not paused, holding fewer than `concurrency` jobs (claims answered
+    minus the worker's verdicts that free a slot). None if there was none before the end."""
+    if concurrency is None:
+        return after
+    held: dict[str, int] = defaultdict(int)
+    up: set[str] = set()
+    paused: set[str] = set()
+
+    def free() -> bool:
+        return any(held[w] < concurrency for w in up - paused)
+
+    for op in sorted(ix.ops, key=lambda o: o["time"]):
+        if op["time"] >= after and free():
+            return after
+        f, who = op["f"], op["process"]
+        if f == "started":
+            up.add(who)
+        elif f in ("kill", "terminate"):
+            up.discard(op.get("target"))
+        elif f == "pause":
+            paused.add(op.get("target"))
+        elif f == "resume":
+            paused.discard(op.get("target"))
+        elif f == "claim" and op["type"] == "ok" and op.get("token"):
+            held[who] += 1
+        elif f == "verdict" and op.get("event") in _FREES:
+            held[who] = max(0, held[who] - 1)
+        if op["time"] >= after and free():
+            return op["time"]
+    return None
+
+
+def _reclaim(ix: _Index, poll: float, slack: float,
+             concurrency: int | None = None) -> Iterable[Violation]:
     final = ix.snap.get("now")
     for kill in ix.nemesis:
         if kill["f"] != "kill":
@@ -421,7 +460,10 @@ def _reclaim(ix: _Index, poll: float, slack: float) -> Iterable[Violation]:
             bounds = ix.lease_bounds(token, before=at)
             if bounds is None:
                 continue
-            deadline = max(bounds[1], at) + poll + slack
+            free = _first_free_slot(ix, max(bounds[1], at), concurrency)
+            if free is None:
+                continue  # no worker could claim before the run ended
+            deadline = free + poll + slack
             deadline += _outage_after(ix, at, deadline)
             job_id = claim["job"]
             after = [a for a in ix.attempts[job_id] if a["attempt"] > claim["attempt"]]
@@ -435,7 +477,8 @@ def _reclaim(ix: _Index, poll: float, slack: float) -> Iterable[Violation]:
             if again is None and final is not None and final < deadline:
                 continue  # the run ended first
             if again is None or again > deadline + EPSILON:
-                late = "" if again is None else f" {again - deadline + poll + slack:.3f} s after lease + poll"
+                late = "" if again is None else (
+                    f" {again - free:.3f} s after its lease had run out and a worker was free")
                 yield Violation("reclaim", job_id,
                                 f"job {job_id}, held by killed {victim}, was {how}{late}",
                                 [kill, claim, *(ix.witness_claim(after[0]["lease_token"]) if after else [])])
@@ -443,12 +486,14 @@ def _reclaim(ix: _Index, poll: float, slack: float) -> Iterable[Violation]:
 
 def check(ops: list[dict], snapshot: dict, *, lease: float, poll: float,
           policy: RetryPolicy | None = None, slack: float = 1.0,
-          only: Iterable[str] | None = None) -> list[Violation]:
+          concurrency: int | None = None, only: Iterable[str] | None = None) -> list[Violation]:
     """Every violation of the history `ops` with its final `snapshot`, check by check.
 
     `lease` and `poll` are the workers' settings; `policy` the retry policy they failed
     jobs with (None: the delays are not checked against bounds); `slack` the seconds the
-    reclaim check allows on top of lease + poll (process scheduling on a busy machine).
+    reclaim check allows on top of lease + poll (process scheduling on a busy machine);
+    `concurrency` the jobs each worker runs at once: the reclaim clock then starts when
+    some worker had a free slot (None: at once).
     `only` limits the run to some checks by name.
     """
     ix = _Index(list(ops), snapshot, lease)
@@ -459,7 +504,7 @@ def check(ops: list[dict], snapshot: dict, *, lease: float, poll: float,
               ("lease-overlap", lambda: _lease_overlap(ix)),
               ("attempts", lambda: _attempts(ix, policy)),
               ("side-effect", lambda: _side_effects(ix)),
-              ("reclaim", lambda: _reclaim(ix, poll, slack))]
+              ("reclaim", lambda: _reclaim(ix, poll, slack, concurrency))]
     wanted = None if only is None else set(only)
     for name, run in groups:
         if wanted is None or name in wanted or any(CHECKS[w] == CHECKS[name] for w in wanted):

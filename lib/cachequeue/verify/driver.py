@@ -363,7 +363,8 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
     (folder / "snapshot.json").write_text(json.dumps(snap, default=str), encoding="utf-8")
     ops = history.read(path)
     found = checks.check(ops, snap, lease=s.lease, poll=s.poll,
-                         policy=instrument_policy(s.policy), slack=s.slack)
+                         policy=instrument_policy(s.policy), slack=s.slack,
+                         concurrency=s.concurrency)
     counts = Counter(op["f"] for op in ops if op["type"] == "info")
     result = {
         "variant": variant, "seed": seed, "jobs": jobs, "workers": workers,

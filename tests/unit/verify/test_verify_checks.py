@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from cachequeue.queue.retry import RetryPolicy
-from cachequeue.verify import checks
+from cachequeue.verify import checks, timeline
 
 LEASE, POLL = 1.0, 0.5
 POLICY = RetryPolicy(max_attempts=3, base=0.2, cap=1.0, jitter="equal")
@@ -246,6 +246,21 @@ def test_a_killed_workers_job_must_be_claimed_again_within_lease_and_poll(at, ca
         assert [w["f"] for w in found[0].witness] == ["kill", "claim", "claim"]
 
 
+def test_the_reclaim_clock_starts_when_a_worker_has_a_free_slot():
+    late = 1.1 + POLL + 1.0 + 0.5
+    ops, snap = kill_history(late)
+    started = [op("info", "started", 0.0, "w2")]
+    busy = [*claim(0.05, "tok-b1", 1, "w2", job=2), *claim(0.06, "tok-b2", 1, "w2", job=3),
+            op("info", "verdict", late - 1.0, "w2", job=2, attempt=1, event="finished")]
+    snap["jobs"] += [dict(snap["jobs"][0], job_id=j, attempts=1) for j in (2, 3)]
+    ops = ops[:1] + started + busy + ops[1:] + [op("ok", "submit", 0, "driver", job=j, key=f"k{j}")
+                                               for j in (2, 3)]
+    found = checks.check(ops, snap, lease=LEASE, poll=POLL, only=["reclaim"], concurrency=2)
+    assert found == []  # w2 had no free slot until late - 1.0
+    found = checks.check(ops, snap, lease=LEASE, poll=POLL, only=["reclaim"], concurrency=3)
+    assert [v.check for v in found] == ["reclaim"]
+
+
 def test_a_restart_extends_the_reclaim_window():
     ops, snap = kill_history(1.1 + POLL + 1.0 + 0.5)
     ops.append(op("info", "restart", 0.5, "nemesis", until=T + 1.5))
@@ -257,3 +272,21 @@ def test_a_violation_says_its_number_and_serialises():
     snap["jobs"][0]["state"] = "pending"
     (v,) = [v for v in run(ops, snap) if v.check == "lost"]
     assert v.as_dict()["number"] == 1 and v.as_dict()["witness"]
+
+
+def test_the_timeline_draws_one_bar_per_attempt_and_the_witness_in_red(tmp_path):
+    ops, snap = good()
+    ops.append(op("info", "kill", 0.4, "nemesis", target="w1", pid=1))
+    snap["attempts"][0].update(finished_at=None, outcome=None)  # left open: a violation
+    (violation,) = [v for v in run(ops, snap) if v.check == "lease-overlap"]
+    ax = timeline.figure(ops, snap, violation).axes[0]
+    bars = [p for p in ax.patches if abs(p.get_height() - 0.6) < 1e-9]
+    assert len(bars) == 2
+    assert all(b.get_linewidth() > 0 for b in bars)  # both attempts are in the witness
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["w1", "w2"]
+    assert "lease-overlap" in ax.get_title()
+    plain = timeline.figure(ops, snap).axes[0]
+    assert not any(p.get_linewidth() > 0 for p in plain.patches if abs(p.get_height() - 0.6) < 1e-9)
+    fig = timeline.figure(ops, snap, violation)
+    fig.savefig(tmp_path / "t.png")
+    assert (tmp_path / "t.png").stat().st_size > 1000
