@@ -119,10 +119,10 @@ VERIFY_SEEDS ?= 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20
 verify: $(DEV)
 	@mkdir -p build/verify
 	@for seed in $(VERIFY_SEEDS); do \
-	    $(BIN)/cachequeue verify --seed $$seed --jobs 60 --per-kind 3 > build/verify/real-$$seed.json \
+	    $(BIN)/cachequeue verify --seed $$seed --jobs 60 --per-kind 3 --keep build/verify/real-$$seed > build/verify/real-$$seed.json \
 	        || { cat build/verify/real-$$seed.json; echo "real queue: violations with seed $$seed"; exit 1; }; \
 	    echo "real queue, seed $$seed: no violation"; done
 	@for variant in no-token-check read-then-claim reset-on-shutdown unfenced-batch heartbeat-after-expiry; do \
-	    $(BIN)/cachequeue verify --variant $$variant --seed 1 --jobs 60 --per-kind 3 > build/verify/$$variant.json; \
+	    $(BIN)/cachequeue verify --variant $$variant --seed 1 --jobs 60 --per-kind 3 --keep build/verify/$$variant > build/verify/$$variant.json; \
 	    test $$? -eq 1 || { echo "mutant $$variant was not caught"; exit 1; }; \
 	    echo "mutant $$variant: caught"; done
