@@ -113,8 +113,8 @@ clean:
 	rm -rf build .pytest_cache
 
 # A longer history check (issue 21): the real queue under every fault kind over several
-# seeds, then each mutant once; each run's JSON document (`cachequeue verify`) is kept
-# in build/verify/.
+# seeds, then each mutant once; each run's JSON document (`cachequeue verify`) and its
+# history, snapshot and worker logs (--keep) are kept in build/verify/.
 VERIFY_SEEDS ?= 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20
 verify: $(DEV)
 	@mkdir -p build/verify

@@ -42,7 +42,7 @@ from typing import Any
 
 from ..queue.retry import RetryPolicy
 
-__all__ = ["CHECKS", "EPSILON", "Violation", "check"]
+__all__ = ["CHECKS", "EPSILON", "Violation", "check", "unknowns"]
 
 EPSILON = 1e-3
 REPORTS = ("finish", "fail", "release")
@@ -482,6 +482,17 @@ def _reclaim(ix: _Index, poll: float, slack: float,
                 yield Violation("reclaim", job_id,
                                 f"job {job_id}, held by killed {victim}, was {how}{late}",
                                 [kill, claim, *(ix.witness_claim(after[0]["lease_token"]) if after else [])])
+
+
+def unknowns(ops: list[dict], snapshot: dict) -> list[dict[str, Any]]:
+    """Every report whose answer was lost (`unknown`), with what the snapshot says it did
+    (`accepted`) and the worker's own verdict on that attempt afterwards (`verdict`)."""
+    ix = _Index(list(ops), snapshot, lease=0.0)
+    verdicts = {(op["token"], op["job"]): op["event"] for op in ix.verdicts if op.get("token")}
+    return [{"f": invoke["f"], "job": invoke["job"], "attempt": invoke.get("attempt"),
+             "accepted": ix.accepted(invoke, done),
+             "verdict": verdicts.get((invoke["token"], invoke["job"]))}
+            for invoke, done in ix.reports if done["type"] == "unknown"]
 
 
 def check(ops: list[dict], snapshot: dict, *, lease: float, poll: float,

@@ -366,6 +366,7 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
                          policy=instrument_policy(s.policy), slack=s.slack,
                          concurrency=s.concurrency)
     counts = Counter(op["f"] for op in ops if op["type"] == "info")
+    lost_answers = checks.unknowns(ops, snap)
     result = {
         "variant": variant, "seed": seed, "jobs": jobs, "workers": workers,
         "faults": list(faults),
@@ -378,6 +379,13 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
         "worker_processes": fleet.started,
         "states": dict(Counter(j["state"] for j in snap["jobs"])),
         "attempts": len(snap["attempts"]),
+        # Reports whose answer was lost with the connection: how many the tables show took
+        # effect, and what the worker concluded about those (never "rejected").
+        "unknown_reports": {
+            "total": len(lost_answers),
+            "took_effect": sum(u["accepted"] for u in lost_answers),
+            "verdicts_of_those": dict(Counter(str(u["verdict"]) for u in lost_answers
+                                              if u["accepted"]))},
         "unsettled_at_end": unsettled,
         "seconds": round(time.monotonic() - began, 2),
         "violations": [v.as_dict() for v in found],
