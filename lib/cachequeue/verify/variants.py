@@ -30,7 +30,8 @@ from ..checks import check_choice
 from ..queue import jobs, registry
 from ..queue.limits import check_kinds, check_lease, to_json
 
-__all__ = ["MUTANTS", "REAL", "VARIANTS", "install", "on_shutdown"]
+__all__ = ["MUTANTS", "REAL", "VARIANTS", "claim_read", "install", "on_shutdown",
+           "read_candidates"]
 
 REAL = "real"
 MUTANTS = ("no-token-check", "read-then-claim", "reset-on-shutdown", "unfenced-batch",
@@ -60,11 +61,16 @@ def _finish_by(finish_many):
     return finish
 
 
-def _claim_many_read_then_claim(conn: psycopg.Connection, limit: int, *, lease: float = 30.0,
-                                kinds: Iterable[str] | None = None,
-                                worker: str | None = None) -> list[jobs.Claim]:
+def read_candidates(conn: psycopg.Connection, limit: int,
+                    kinds: Iterable[str] | None = None) -> list[tuple]:
+    """read-then-claim, step 1: the runnable jobs (id, old token, old lease end), unlocked."""
     params = {"limit": limit, "kinds": check_kinds(kinds)}
-    read = conn.execute(_QUERIES["read_candidates"].sql, params).fetchall()
+    return conn.execute(_QUERIES["read_candidates"].sql, params).fetchall()
+
+
+def claim_read(conn: psycopg.Connection, read: list[tuple], *, lease: float,
+               worker: str | None = None) -> list[jobs.Claim]:
+    """read-then-claim, step 2: take the jobs step 1 read, without checking them again."""
     if not read:
         return []
     rows = conn.execute(_QUERIES["claim_read"].sql, {
@@ -72,6 +78,12 @@ def _claim_many_read_then_claim(conn: psycopg.Connection, limit: int, *, lease: 
         "old_untils": [r[2] for r in read if r[1] is not None], "lease": check_lease(lease),
         "worker": worker}).fetchall()
     return [jobs.Claim(*row) for row in rows]
+
+
+def _claim_many_read_then_claim(conn: psycopg.Connection, limit: int, *, lease: float = 30.0,
+                                kinds: Iterable[str] | None = None,
+                                worker: str | None = None) -> list[jobs.Claim]:
+    return claim_read(conn, read_candidates(conn, limit, kinds), lease=lease, worker=worker)
 
 
 def _beat_after_expiry(conn: psycopg.Connection, name: str, claims: Iterable[jobs.Claim],
