@@ -278,13 +278,16 @@ def _wait_for_claims(path: Path, workers: int, deadline: float) -> None:
 def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers: int = 4,
         faults: Iterable[str] = FAULTS, per_kind: int = 2, time_limit: float = 60.0,
         fault_window: float | None = None, workdir: str | os.PathLike | None = None,
-        keep: bool = False) -> dict[str, Any]:
+        keep: bool = False, server: Server | None = None) -> dict[str, Any]:
     """Run one seeded verify run and check it; the result (see the module docstring).
 
     `per_kind` faults of each kind land within the first `fault_window` seconds after the
     workers are up (default: 0.8 s per fault); the run
     ends when every job is settled or `time_limit` seconds passed. The history and the
-    workers' logs go to `workdir` (a temporary folder, deleted unless `keep`).
+    workers' logs go to `workdir` (a temporary folder, deleted unless `keep`). `server` is
+    a private server of the caller's (`embedded.Server.private()`) to run on instead of a
+    fresh one (several runs in a row; schema `verify` is rebuilt each time); never a
+    server that holds anything else, since the nemesis restarts it.
     """
     from ..checks import check_choice
 
@@ -305,7 +308,7 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
     rng = random.Random(seed)
     began = time.monotonic()
     s = Settings
-    with Server.private() as server:
+    with contextlib.nullcontext(server) if server is not None else Server.private() as server:
         with db.connect(url=server.url) as conn:
             db.reset_schema(conn, SCHEMA, _install)
         rec = history.Recorder(path, "driver")

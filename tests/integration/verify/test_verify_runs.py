@@ -14,6 +14,7 @@ import os
 import pytest
 
 from cachequeue import cli
+from cachequeue.embedded import Server
 from cachequeue.verify import driver
 
 SEED = int(os.environ.get("VERIFY_SEED", "2026"))
@@ -27,16 +28,23 @@ MUTANTS = {
 }
 
 
+@pytest.fixture(scope="module")
+def server():
+    """One private throw-away server for the runs of this module (each rebuilds its schema)."""
+    with Server.private() as private:
+        yield private
+
+
 def _explain(result: dict) -> str:
     return json.dumps({k: v for k, v in result.items() if k != "violations"}
                       | {"violations": result["violations"][:2]}, indent=1, default=str)
 
 
 @pytest.mark.parametrize("variant", sorted(MUTANTS))
-def test_each_mutant_is_caught_with_a_witness(variant):
+def test_each_mutant_is_caught_with_a_witness(variant, server):
     faults, expected = MUTANTS[variant]
     result = driver.run(variant=variant, seed=SEED, jobs=20, workers=3, faults=faults,
-                        per_kind=2, time_limit=40)
+                        per_kind=2, time_limit=40, server=server)
     found = {v["check"] for v in result["violations"]}
     assert found & expected, f"{variant} not caught as {expected}:\n{_explain(result)}"
     for violation in result["violations"]:
@@ -57,9 +65,9 @@ def test_read_then_claim_is_caught_through_the_command(capsys):
     assert len({w["token"] for w in claims}) == 2 and len({w["job"] for w in claims}) == 1
 
 
-def test_the_real_queue_passes_with_every_fault_kind():
+def test_the_real_queue_passes_with_every_fault_kind(server):
     result = driver.run(variant="real", seed=SEED, jobs=30, workers=3, faults=driver.FAULTS,
-                        per_kind=1, time_limit=40)
+                        per_kind=1, time_limit=40, server=server)
     assert result["violations"] == [], _explain(result)
     injected = result["faults_injected"]
     assert all(injected[kind] == 1 for kind in driver.FAULTS if kind != "cut"), injected
