@@ -26,7 +26,8 @@ rows, marked `"row": table`) that prove it, nothing else. The checks:
    key, and for every done job.
 7. `reclaim`: the jobs a killed worker held were claimed again (or given up) within
    lease + poll (+ `slack`, and + the time the server was down) after the kill, counted
-   from when some worker had a free slot (with `concurrency` given).
+   from when some worker had a free slot and no older expired lease waited before it
+   (with `concurrency` given).
 
 Times: leases and attempt rows carry the database clock; operations carry the wall clock
 of the same host (the embedded server's `cq_now()` is its clock_timestamp()). `EPSILON`
@@ -408,22 +409,43 @@ def _outage_after(ix: _Index, start: float, end: float) -> float:
 _FREES = ("finished", "rejected", "retrying", "failed", "handed-back", "abandoned")
 
 
-def _first_free_slot(ix: _Index, after: float, concurrency: int | None) -> float | None:
-    """The first moment at or after `after` when some worker could claim: started, not
-    killed or stopped, not paused, holding fewer than `concurrency` jobs (claims answered
-    minus the worker's verdicts that free a slot). None if there was none before the end."""
+def _expired_leases(ix: _Index) -> list[tuple[float, float]]:
+    """(lease end, when the job was claimed again or given up) of every lease that ran out:
+    the claim takes expired leases oldest first, so an older one is served first."""
+    found = []
+    for job_id, rows in ix.attempts.items():
+        for a, b in zip(rows, [*rows[1:], None], strict=True):
+            if a["outcome"] != "expired" or a["finished_at"] is None:
+                continue
+            again = ix.start_of(b["lease_token"]) if b is not None else None
+            if again is None:
+                again = ix.jobs.get(job_id, {}).get("finished_at") or float("inf")
+            found.append((a["finished_at"], again))
+    return found
+
+
+def _first_free_slot(ix: _Index, after: float, concurrency: int | None,
+                     lease_end: float | None = None) -> float | None:
+    """The first moment at or after `after` when some worker could claim this job: one is
+    started, not killed or stopped, not paused, holding fewer than `concurrency` jobs
+    (claims answered minus the worker's verdicts that free a slot), and no lease that ran
+    out before `lease_end` still waits to be taken (those come first). None if there was
+    no such moment before the end."""
     if concurrency is None:
         return after
+    older = [] if lease_end is None else [(e, r) for e, r in _expired_leases(ix)
+                                          if e < lease_end - EPSILON]
     held: dict[str, int] = defaultdict(int)
     up: set[str] = set()
     paused: set[str] = set()
 
-    def free() -> bool:
-        return any(held[w] < concurrency for w in up - paused)
+    def free(t: float) -> bool:
+        return (any(held[w] < concurrency for w in up - paused)
+                and not any(e <= t < r - EPSILON for e, r in older))
 
     for op in sorted(ix.ops, key=lambda o: o["time"]):
-        if op["time"] >= after and free():
-            return after
+        if op["time"] >= after and free(after if not older else op["time"]):
+            return after if not older else op["time"]
         f, who = op["f"], op["process"]
         if f == "started":
             up.add(who)
@@ -437,7 +459,7 @@ def _first_free_slot(ix: _Index, after: float, concurrency: int | None) -> float
             held[who] += 1
         elif f == "verdict" and op.get("event") in _FREES:
             held[who] = max(0, held[who] - 1)
-        if op["time"] >= after and free():
+        if op["time"] >= after and free(op["time"]):
             return op["time"]
     return None
 
@@ -460,7 +482,7 @@ def _reclaim(ix: _Index, poll: float, slack: float,
             bounds = ix.lease_bounds(token, before=at)
             if bounds is None:
                 continue
-            free = _first_free_slot(ix, max(bounds[1], at), concurrency)
+            free = _first_free_slot(ix, max(bounds[1], at), concurrency, bounds[1])
             if free is None:
                 continue  # no worker could claim before the run ended
             deadline = free + poll + slack
