@@ -10,7 +10,8 @@ stdout: the run's settings and figures and `violations`, a list whose items have
 (its name), `number` (its number in issue 21's list), `job`, `message` and `witness` (the
 operations and rows that prove it). `--variant` picks a named mutant instead of the real
 queue (`verify.variants.MUTANTS`). `--keep DIR` keeps the history (JSON lines), the
-snapshot and the workers' logs in DIR. Exit status 0 when there is no violation, 1 when
+snapshot, the workers' logs and the run's timeline (timeline.png, the first violation's
+witness in red) in DIR. Exit status 0 when there is no violation, 1 when
 there is any, 2 for bad arguments (nothing is started).
 """
 

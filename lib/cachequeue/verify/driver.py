@@ -284,7 +284,8 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
     `per_kind` faults of each kind land within the first `fault_window` seconds after the
     workers are up (default: 0.8 s per fault); the run
     ends when every job is settled or `time_limit` seconds passed. The history and the
-    workers' logs go to `workdir` (a temporary folder, deleted unless `keep`). `server` is
+    workers' logs go to `workdir` (a temporary folder, deleted unless `keep`), with the
+    timeline of the run (`timeline.png`, the first violation's witness in red). `server` is
     a private server of the caller's (`embedded.Server.private()`) to run on instead of a
     fresh one (several runs in a row; schema `verify` is rebuilt each time); never a
     server that holds anything else, since the nemesis restarts it.
@@ -395,6 +396,11 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
     }
     if keep or not own_dir:
         result["history"] = str(path)
+        from . import timeline  # matplotlib: only for a run that is kept
+
+        fig = timeline.figure(ops, snap, found[0] if found else None)
+        fig.savefig(folder / "timeline.png", dpi=110)
+        result["timeline"] = str(folder / "timeline.png")
     if own_dir and not keep:
         import shutil
         shutil.rmtree(folder, ignore_errors=True)
