@@ -5,8 +5,9 @@ violation's witness highlighted. For a notebook and for a failure report.
     fig.savefig("run.png")
 
 An attempt's bar runs from its claim to its end by the database clock (its attempt row's
-close, else the end of its lease as the history knows it), coloured by outcome; a bar of
-the witness gets a thick red edge. Faults: a kill or a terminate is a cross on the
+close, else the end of its lease as the history knows it), coloured by outcome, on a
+sub-row of its worker's lane when the worker ran several at once; a bar of the witness
+gets a thick red edge. Faults: a kill or a terminate is a cross on the
 victim's lane, a pause a grey band on it, a restart or a partition a band across all lanes,
 an ambiguous commit a dashed line. Times are seconds since the run began.
 """
@@ -47,18 +48,32 @@ def figure(ops: list[dict[str, Any]], snapshot: dict[str, Any],
     fig = Figure(figsize=(width, 1.2 + 0.45 * max(1, len(lanes))))
     ax = fig.add_subplot()
     end_of_run = max(starts) - zero
+    spans = []  # (lane, start, end, attempt row)
     for a in snapshot.get("attempts", []):
         start = a["started_at"] - zero
         end = a["finished_at"] if a["finished_at"] is not None else until.get(a["lease_token"])
         end = (end - zero) if end is not None else end_of_run
-        lane = row.get(a["worker"] or "?", 0)
+        spans.append((row.get(a["worker"] or "?", 0), start, max(end, start + 0.02), a))
+    # Attempts that overlap on one lane (a worker running several jobs) get sub-rows.
+    slot_of, ends = {}, {}
+    for lane, start, end, a in sorted(spans, key=lambda x: (x[0], x[1])):
+        lane_ends = ends.setdefault(lane, [])
+        slot = next((i for i, e in enumerate(lane_ends) if e <= start), len(lane_ends))
+        if slot == len(lane_ends):
+            lane_ends.append(end)
+        lane_ends[slot] = end
+        slot_of[id(a)] = slot
+    for lane, start, end, a in spans:
+        slots = len(ends[lane])
+        height = 0.8 / slots
+        y = lane - 0.4 + (slot_of[id(a)] + 0.5) * height
         marked = a["lease_token"] in highlight
-        ax.barh(lane, max(end - start, 0.02), left=start, height=0.6,
+        ax.barh(y, end - start, left=start, height=height * 0.9, gid="attempt",
                 color=COLOURS.get(a["outcome"], COLOURS[None]),
                 edgecolor="red" if marked else "none", linewidth=2.5 if marked else 0)
         if marked:
-            ax.text(start, lane + 0.38, f"job {a['job_id']} #{a['attempt']}", fontsize=7,
-                    color="red")
+            ax.text(start, y - height * 0.5, f"job {a['job_id']} #{a['attempt']}", fontsize=7,
+                    color="red", va="bottom")
     for op in ops:
         at = op["time"] - zero
         if op["f"] in ("kill", "terminate") and op.get("target") in row:

@@ -280,13 +280,13 @@ def test_the_timeline_draws_one_bar_per_attempt_and_the_witness_in_red(tmp_path)
     snap["attempts"][0].update(finished_at=None, outcome=None)  # left open: a violation
     (violation,) = [v for v in run(ops, snap) if v.check == "lease-overlap"]
     ax = timeline.figure(ops, snap, violation).axes[0]
-    bars = [p for p in ax.patches if abs(p.get_height() - 0.6) < 1e-9]
+    bars = [p for p in ax.patches if p.get_gid() == "attempt"]
     assert len(bars) == 2
     assert all(b.get_linewidth() > 0 for b in bars)  # both attempts are in the witness
     assert [t.get_text() for t in ax.get_yticklabels()] == ["w1", "w2"]
     assert "lease-overlap" in ax.get_title()
     plain = timeline.figure(ops, snap).axes[0]
-    assert not any(p.get_linewidth() > 0 for p in plain.patches if abs(p.get_height() - 0.6) < 1e-9)
+    assert not any(p.get_linewidth() > 0 for p in plain.patches if p.get_gid() == "attempt")
     fig = timeline.figure(ops, snap, violation)
     fig.savefig(tmp_path / "t.png")
     assert (tmp_path / "t.png").stat().st_size > 1000
