@@ -427,10 +427,10 @@ def _expired_leases(ix: _Index) -> list[tuple[float, float]]:
 def _first_free_slot(ix: _Index, after: float, concurrency: int | None,
                      lease_end: float | None = None) -> float | None:
     """The first moment at or after `after` when some worker could claim this job: one is
-    started, not killed or stopped, not paused, holding fewer than `concurrency` jobs
-    (claims answered minus the worker's verdicts that free a slot), and no lease that ran
-    out before `lease_end` still waits to be taken (those come first). None if there was
-    no such moment before the end."""
+    up (a worker process that has had an answer from the database), not killed or stopped,
+    not paused, holding fewer than `concurrency` jobs (claims answered minus the worker's
+    verdicts that free a slot), and no lease that ran out before `lease_end` still waits
+    to be taken (those come first). None if there was no such moment before the end."""
     if concurrency is None:
         return after
     older = [] if lease_end is None else [(e, r) for e, r in _expired_leases(ix)
@@ -443,13 +443,18 @@ def _first_free_slot(ix: _Index, after: float, concurrency: int | None,
         return (any(held[w] < concurrency for w in up - paused)
                 and not any(e <= t < r - EPSILON for e, r in older))
 
-    for op in sorted(ix.ops, key=lambda o: o["time"]):
-        if op["time"] >= after and free(after if not older else op["time"]):
-            return after if not older else op["time"]
+    ordered = sorted(ix.ops, key=lambda o: o["time"])
+    workers = {op["process"] for op in ordered if op["f"] == "started"}
+    gone: set[str] = set()
+    for n, op in enumerate(ordered):
+        if op["time"] >= after and (n == 0 or ordered[n - 1]["time"] < after) and free(after):
+            return after
         f, who = op["f"], op["process"]
-        if f == "started":
+        # Up from its first answered statement (connected, registered), not from its start.
+        if op["type"] == "ok" and who in workers and who not in gone:
             up.add(who)
-        elif f in ("kill", "terminate"):
+        if f in ("kill", "terminate"):
+            gone.add(op.get("target"))
             up.discard(op.get("target"))
         elif f == "pause":
             paused.add(op.get("target"))
@@ -459,6 +464,9 @@ def _first_free_slot(ix: _Index, after: float, concurrency: int | None,
             held[who] += 1
         elif f == "verdict" and op.get("event") in _FREES:
             held[who] = max(0, held[who] - 1)
+        following = ordered[n + 1] if n + 1 < len(ordered) else None
+        if following is not None and op.get("call") and following.get("call") == op.get("call"):
+            continue  # one statement's claims land together
         if op["time"] >= after and free(op["time"]):
             return op["time"]
     return None

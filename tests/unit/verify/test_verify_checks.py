@@ -249,7 +249,7 @@ def test_a_killed_workers_job_must_be_claimed_again_within_lease_and_poll(at, ca
 def test_the_reclaim_clock_starts_when_a_worker_has_a_free_slot():
     late = 1.1 + POLL + 1.0 + 0.5
     ops, snap = kill_history(late)
-    started = [op("info", "started", 0.0, "w2")]
+    started = [op("info", "started", 0.0, "w2"), op("info", "started", 0.0, "w1")]
     busy = [*claim(0.05, "tok-b1", 1, "w2", job=2), *claim(0.06, "tok-b2", 1, "w2", job=3),
             op("info", "verdict", late - 1.0, "w2", job=2, attempt=1, event="finished")]
     snap["jobs"] += [dict(snap["jobs"][0], job_id=j, attempts=1) for j in (2, 3)]
