@@ -122,7 +122,10 @@ verify: $(DEV)
 	    $(BIN)/cachequeue verify --seed $$seed --jobs 60 --per-kind 3 --keep build/verify/real-$$seed > build/verify/real-$$seed.json \
 	        || { cat build/verify/real-$$seed.json; echo "real queue: violations with seed $$seed"; exit 1; }; \
 	    echo "real queue, seed $$seed: no violation"; done
-	@for variant in no-token-check read-then-claim reset-on-shutdown unfenced-batch heartbeat-after-expiry; do \
-	    $(BIN)/cachequeue verify --variant $$variant --seed 1 --jobs 60 --per-kind 3 --keep build/verify/$$variant > build/verify/$$variant.json; \
+	@# Each mutant under the faults that expose it (read-then-claim needs none: a race).
+	@for case in no-token-check:pause,blackhole read-then-claim:none reset-on-shutdown:terminate \
+	        unfenced-batch:pause,blackhole heartbeat-after-expiry:pause,blackhole; do \
+	    variant=$${case%%:*}; faults=$${case#*:}; \
+	    $(BIN)/cachequeue verify --variant $$variant --faults $$faults --seed 1 --jobs 60 --workers 4 --per-kind 3 --keep build/verify/$$variant > build/verify/$$variant.json; \
 	    test $$? -eq 1 || { echo "mutant $$variant was not caught"; exit 1; }; \
-	    echo "mutant $$variant: caught"; done
+	    echo "mutant $$variant ($$faults): caught"; done

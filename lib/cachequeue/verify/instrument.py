@@ -28,7 +28,12 @@ from .history import Recorder, db_now
 __all__ = ["RecordingPolicy", "install", "verdicts"]
 
 _drawn = threading.local()
-_tokens: dict[tuple[int, int], str] = {}  # (job, attempt) -> lease token, for verdicts
+# (job, attempt) -> lease token, for verdicts (a log line names job and attempt only). The
+# token of the latest report wins over the latest claim's: a claim lost in a crash is
+# claimed again under the same attempt number and a new token, and the old holder's
+# report (and verdict) may come after that.
+_tokens: dict[tuple[int, int], str] = {}
+_reported: dict[tuple[int, int], str] = {}
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,10 @@ class RecordingPolicy(RetryPolicy):
 
 def _claim_fields(claim: jobs.Claim) -> dict[str, Any]:
     return {"job": claim.job_id, "attempt": claim.attempt, "token": str(claim.lease_token)}
+
+
+def _reporting(claim: jobs.Claim) -> None:
+    _reported[claim.job_id, claim.attempt] = str(claim.lease_token)
 
 
 def install(rec: Recorder) -> None:
@@ -70,6 +79,7 @@ def install(rec: Recorder) -> None:
     def reporting(f: str, pairs: list[jobs.Claim], run, outcome, extra=None):
         call = rec.call()
         for c in pairs:
+            _reporting(c)
             rec.op("invoke", f, call=call, **_claim_fields(c), **(extra or {}))
         try:
             answer = run()
@@ -102,6 +112,7 @@ def install(rec: Recorder) -> None:
             return state
 
         call = rec.call()
+        _reporting(claim)
         rec.op("invoke", "fail", call=call, **_claim_fields(claim),
                permanent=kw.get("permanent", False),
                policy=None if policy is None else policy.mode)
@@ -141,6 +152,9 @@ def install(rec: Recorder) -> None:
     registry.beat = recorded_beat
 
 
+_REPORT_VERDICTS = ("finished", "rejected", "retrying", "failed")  # after a report
+
+
 class _Verdicts(logging.Handler):
     EVENTS = ("finished", "rejected", "retrying", "failed", "lost", "handed-back", "abandoned")
 
@@ -157,8 +171,10 @@ class _Verdicts(logging.Handler):
             job, attempt = int(fields["job"]), int(fields["attempt"])
         except (KeyError, ValueError):
             return
+        key = (job, attempt)
+        token = _reported.get(key) if words[1] in _REPORT_VERDICTS else None
         self.rec.op("info", "verdict", event=words[1], job=job, attempt=attempt,
-                    token=_tokens.get((job, attempt)))
+                    token=token or _tokens.get(key))
 
 
 def verdicts(rec: Recorder) -> None:

@@ -63,7 +63,9 @@ def _finish_by(finish_many):
 
 def read_candidates(conn: psycopg.Connection, limit: int,
                     kinds: Iterable[str] | None = None) -> list[tuple]:
-    """read-then-claim, step 1: the runnable jobs (id, old token, old lease end), unlocked."""
+    """read-then-claim, step 1: the runnable jobs (id, old token, old lease end), unlocked
+    (after failing the expired leases with no attempt left, as the real claim does)."""
+    conn.execute(_QUERIES["give_up_exhausted"].sql)
     params = {"limit": limit, "kinds": check_kinds(kinds)}
     return conn.execute(_QUERIES["read_candidates"].sql, params).fetchall()
 
