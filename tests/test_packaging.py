@@ -33,6 +33,8 @@ assert [len(data.rows(t)) for t in data.TABLES] == [2, 5, 5, 9]
 from cachequeue.service import events
 from cachequeue.course.app import webapp
 assert events.history and all((webapp.PAGE_DIR / f).is_file() for f in ("index.html", "app.js"))
+from cachequeue.verify import variants
+assert "verify_effects" in sqlfile.read("cachequeue.verify", "driver.sql")
 print("ok")
 """
 

@@ -5,6 +5,7 @@
                       [--name W] [--no-listen]
     cachequeue serve --schema NAME --app MODULE:ATTR [--host H] [--port P]
                      [--workers N --handlers MODULE:ATTR] [--concurrency N] ...
+    cachequeue verify [--variant NAME] [--seed N] [--jobs N] [--workers N] [--faults a,b]
 
 `COMMANDS` is the registry: a later part adds a subcommand (e.g. `serve`) by writing a
 module with a `COMMAND` (see `base.Command`) and adding it to the list. Exit status: 0 when
@@ -18,12 +19,12 @@ from __future__ import annotations
 
 import sys
 
-from . import serve, worker
+from . import serve, verify, worker
 from .base import EXIT_USAGE, Command, Parser, UsageError
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-COMMANDS: list[Command] = [worker.COMMAND, serve.COMMAND]
+COMMANDS: list[Command] = [worker.COMMAND, serve.COMMAND, verify.COMMAND]
 
 
 def build_parser() -> Parser:

@@ -3,7 +3,8 @@
 - the ground floor (modules directly in cachequeue/) imports no part;
 - a production-shaped part (every subpackage but `course`) never imports `course`;
 - `cache` and `queue` never import each other; `shared` imports `cache` but not `queue`,
-  and neither `cache` nor `queue` imports `shared`;
+  and neither `cache` nor `queue` imports `shared`; `verify` imports only `queue` (and the
+  ground floor), and only `cli` (and `course`) import `verify`;
 - loading a part's SQL (`sqlfile.load(package, file)`, `sqlfile.read(...)`) counts as
   importing that part: the ground floor cannot compose a schema from the course's tables;
 - notebooks import public names only: no `from cachequeue... import _x`, no `module._x`;
@@ -28,7 +29,11 @@ TEACHING = "course"
 # Parts that must not import each other, beyond the rule that nothing imports `course`.
 # `shared` (Redis) may use `cache` (keys, the in-flight record); nothing else crosses.
 SEPARATE = {("cache", "queue"), ("queue", "cache"), ("shared", "queue"), ("queue", "shared"),
-            ("cache", "shared")}
+            ("cache", "shared"),
+            # `verify` (the history checker) checks the queue: it may use `queue`, nothing
+            # else production-shaped, and no production part uses it but the CLI.
+            ("verify", "cache"), ("verify", "shared"), ("verify", "service"), ("verify", "cli"),
+            ("queue", "verify"), ("cache", "verify"), ("shared", "verify"), ("service", "verify")}
 # Ground-floor modules allowed to import a part. Only the declared entry point: `python -m
 # cachequeue` must live at the package's top, and all it does is call the CLI part.
 ENTRY_POINTS = {"cachequeue.__main__": "cli"}

@@ -1,0 +1,84 @@
+"""`cachequeue verify`: one seeded run of the queue under faults, its history checked.
+
+    cachequeue verify [--variant NAME] [--seed N] [--jobs N] [--workers N]
+                      [--faults kill,pause,terminate,restart,cut,blackhole,delay]
+                      [--per-kind N] [--time-limit S] [--keep DIR]
+
+Runs `verify.driver.run` on a private throw-away server (never DATABASE_URL, never the
+course's server), checks the history (`verify.checks`) and prints ONE JSON document on
+stdout: the run's settings and figures and `violations`, a list whose items have `check`
+(its name), `number` (its number in issue 21's list), `job`, `message` and `witness` (the
+operations and rows that prove it). `--variant` picks a named mutant instead of the real
+queue (`verify.variants.MUTANTS`). `--keep DIR` keeps the history (JSON lines), the
+snapshot, the workers' logs and the run's timeline (timeline.png, the first violation's
+witness in red) in DIR. Exit status 0 when there is no violation, 1 when
+there is any, 2 for bad arguments (nothing is started).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+
+from ..verify import driver, variants
+from .base import Command, UsageError
+
+__all__ = ["COMMAND"]
+
+EXIT_VIOLATIONS = 1
+
+
+def _faults(text: str) -> list[str]:
+    kinds = [k.strip() for k in text.split(",") if k.strip()] if text != "none" else []
+    unknown = [k for k in kinds if k not in driver.FAULTS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown fault {unknown[0]!r}; choose from {','.join(driver.FAULTS)} or none")
+    return kinds
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--variant", default=variants.REAL, choices=variants.VARIANTS,
+                        help="the real queue (default) or a named mutant")
+    parser.add_argument("--seed", type=int, default=1, metavar="N",
+                        help="the seed of the workload and of the nemesis (default 1)")
+    parser.add_argument("--jobs", type=int, default=40, metavar="N",
+                        help="jobs submitted (default 40)")
+    parser.add_argument("--workers", type=int, default=3, metavar="N",
+                        help="worker processes at once (default 3)")
+    parser.add_argument("--faults", type=_faults, default=list(driver.FAULTS),
+                        metavar="KIND,...", help="fault kinds to inject, or none (default: all "
+                        f"of {','.join(driver.FAULTS)})")
+    parser.add_argument("--per-kind", type=int, default=2, metavar="N",
+                        help="faults of each kind (default 2)")
+    parser.add_argument("--time-limit", type=float, default=60.0, metavar="S",
+                        help="seconds the run may take at most (default 60)")
+    parser.add_argument("--keep", default=None, metavar="DIR",
+                        help="keep the history, the snapshot and the workers' logs in DIR")
+
+
+def prepare(args: argparse.Namespace) -> Callable[[], int]:
+    if not 1 <= args.jobs <= 100_000:
+        raise UsageError(f"--jobs must be between 1 and 100000, got {args.jobs}")
+    if not 1 <= args.workers <= 32:
+        raise UsageError(f"--workers must be between 1 and 32, got {args.workers}")
+    if not 0 <= args.per_kind <= 100:
+        raise UsageError(f"--per-kind must be between 0 and 100, got {args.per_kind}")
+    if not 0 < args.time_limit <= 3600:
+        raise UsageError(f"--time-limit must be in (0, 3600] seconds, got {args.time_limit:g}")
+
+    def run() -> int:
+        result = driver.run(variant=args.variant, seed=args.seed, jobs=args.jobs,
+                            workers=args.workers, faults=args.faults, per_kind=args.per_kind,
+                            time_limit=args.time_limit, workdir=args.keep)
+        json.dump(result, sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
+        return EXIT_VIOLATIONS if result["violations"] else 0
+
+    return run
+
+
+COMMAND = Command("verify", "run the queue (or a mutant) under seeded faults and check the history",
+                  add_arguments, prepare)

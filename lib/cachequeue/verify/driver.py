@@ -1,0 +1,412 @@
+"""A verify run: N real worker processes on a private server, a seeded workload, a nemesis.
+
+    result = driver.run(variant="real", seed=7, jobs=60, workers=4,
+                        faults=("kill", "pause", "restart", "cut"))
+
+What `run` does, bounded in jobs and in seconds:
+1. starts a private throw-away server (`embedded.Server.private()`), installs the queue
+   and the side-effect store in schema `verify`, and puts the fault proxy (`proxy.Proxy`)
+   in front of it: workers reach the queue only through the proxy;
+2. starts `workers` processes of `verify.workerproc` (the real `queue.Worker`, recorded;
+   a mutant's functions if `variant` names one) and submits `jobs` jobs (seeded: how long
+   each works, whether its first attempt fails);
+3. runs the nemesis, a seeded plan of faults of the kinds in `faults`, each recorded:
+   `kill` (SIGKILL a worker; a new one takes its place), `pause` (SIGSTOP past the lease,
+   then SIGCONT), `terminate` (SIGTERM: a graceful stop; a new worker takes its place),
+   `restart` (an immediate restart of PostgreSQL), `cut` (the ambiguous commit: the proxy
+   cuts a connection after a finish committed and before its reply arrived), `blackhole`
+   (a partition between every worker and the server, longer than the lease, then the
+   connections are cut), `delay` (every packet waits a while);
+4. waits until every job is done or failed (or `time_limit` passed), stops the workers,
+   takes the snapshot and checks the history (`checks.check`).
+
+The result is a plain dict: the settings, the figures (operations, faults by kind, jobs by
+state, seconds) and `violations` (each with `check` and `witness`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .. import db, sqlfile
+from ..checks import check_int, check_seconds
+from ..embedded import Server
+from ..queue import jobs as queue_jobs
+from ..queue import registry, schema
+from ..queue.notify import CONNECTION_ERRORS
+from . import checks, history, variants
+from .proxy import Proxy
+from .workerproc import KIND
+
+__all__ = ["FAULTS", "SCHEMA", "Settings", "run"]
+
+FAULTS = ("kill", "pause", "terminate", "restart", "cut", "blackhole", "delay")
+SCHEMA = "verify"
+_QUERIES = sqlfile.load(__package__, "driver.sql")
+FINISH_MARKER = b"job_results"  # in the text of every finish statement, real or mutant
+
+
+class Settings:
+    """The workers' settings of a run (the checks need lease, poll and the policy)."""
+
+    lease = 1.0
+    poll = 0.5
+    concurrency = 2
+    batch_wait = 0.25
+    policy = {"max_attempts": 3, "base": 0.2, "cap": 1.0, "jitter": "equal"}
+    max_attempts = 3
+    slack = 1.0  # seconds the reclaim check allows on top of lease + poll
+
+
+def _install(conn) -> None:
+    schema.install(conn)
+    registry.install(conn)
+    conn.execute(_QUERIES["install"].sql)
+
+
+class _Fleet:
+    """The worker processes: start, replace, signal, stop."""
+
+    def __init__(self, cfg: dict, workdir: Path, rec: history.Recorder) -> None:
+        self.cfg, self.workdir, self.rec = cfg, workdir, rec
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.paused: set[str] = set()
+        self.dead: set[str] = set()  # signalled to die: not a victim any more
+        self.started = 0
+        self._lock = threading.Lock()
+
+    def spawn(self) -> str:
+        with self._lock:
+            self.started += 1
+            name = f"w{self.started}"
+        cfg = dict(self.cfg, name=name, seed=self.cfg["seed"] * 1000 + self.started)
+        log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - the process owns it
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        proc = subprocess.Popen([sys.executable, "-m", "cachequeue.verify.workerproc",
+                                 json.dumps(cfg)], stdout=log, stderr=subprocess.STDOUT, env=env)
+        log.close()
+        with self._lock:
+            self.procs[name] = proc
+        return name
+
+    def live(self) -> list[str]:
+        with self._lock:
+            return [n for n, p in self.procs.items()
+                    if p.poll() is None and n not in self.paused and n not in self.dead]
+
+    def signal(self, name: str, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self.procs[name].send_signal(sig)
+
+    def stop_all(self, timeout: float = 10.0) -> None:
+        with self._lock:
+            procs = dict(self.procs)
+        for proc in procs.values():
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGCONT)
+                    proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for proc in procs.values():
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _plan(rng: random.Random, faults: Iterable[str], window: float, per_kind: int,
+          lease: float) -> list[tuple[float, str, float]]:
+    """(at, kind, duration) of each fault, in time order: `per_kind` of each kind, spread
+    over [0.5, window] seconds after the start."""
+    plan = []
+    for kind in faults:
+        for _ in range(per_kind):
+            duration = {"pause": rng.uniform(1.1, 1.6) * lease,
+                        "blackhole": rng.uniform(1.3, 1.8) * lease,
+                        "delay": rng.uniform(0.5, 1.0) * lease}.get(kind, 0.0)
+            plan.append((rng.uniform(0.5, window), kind, duration))
+    return sorted(plan)
+
+
+class _Nemesis:
+    def __init__(self, fleet: _Fleet, server: Server, proxy: Proxy, rec: history.Recorder,
+                 rng: random.Random) -> None:
+        self.fleet, self.server, self.proxy, self.rec, self.rng = fleet, server, proxy, rec, rng
+        self.done = Counter()
+        self.timers: list[threading.Thread] = []
+
+    def _victim(self, work_left: float = 0.0, patience: float = 1.5) -> str | None:
+        """A live worker, preferring one that holds a job with more than `work_left`
+        seconds of work left (a fault on an idle worker shows nothing; a pause shows most
+        when the handler still runs after it): wait up to `patience` seconds for one, then
+        take any holder, then any worker."""
+        give_up = time.monotonic() + patience
+        while True:
+            live = sorted(self.fleet.live())
+            holders: dict[str, float] = {}
+            with contextlib.suppress(Exception), db.connect(SCHEMA, url=self.server.url) as conn:
+                holders = dict(conn.execute(_QUERIES["holders"].sql).fetchall())
+            aimed = [n for n in live if n in holders and holders[n] > work_left]
+            if aimed:
+                return self.rng.choice(aimed)
+            if time.monotonic() >= give_up:
+                busy = [n for n in live if n in holders]
+                return self.rng.choice(busy or live) if live else None
+            time.sleep(0.05)
+
+    def act(self, kind: str, duration: float) -> None:
+        if kind in ("kill", "pause", "terminate"):
+            victim = self._victim(duration + 0.2 if kind == "pause" else 0.0)
+            if victim is None:
+                return
+            pid = self.fleet.procs[victim].pid
+            if kind != "pause":
+                self.fleet.dead.add(victim)
+            if kind == "kill":
+                self.fleet.signal(victim, signal.SIGKILL)
+                self.rec.op("info", "kill", target=victim, pid=pid)
+                self.rec.op("info", "spawn", target=self.fleet.spawn())
+            elif kind == "terminate":
+                self.fleet.signal(victim, signal.SIGTERM)
+                self.rec.op("info", "terminate", target=victim, pid=pid)
+                self.rec.op("info", "spawn", target=self.fleet.spawn())
+            else:
+                self.fleet.paused.add(victim)
+                self.fleet.signal(victim, signal.SIGSTOP)
+                self.rec.op("info", "pause", target=victim, pid=pid, until=time.time() + duration)
+                self._later(duration, self._resume, victim)
+        elif kind == "restart":
+            started = time.time()
+            self.server.restart("immediate")
+            self.rec.op("info", "restart", started=started, until=time.time())
+        elif kind == "cut":
+            self.proxy.cut_after_commit(FINISH_MARKER, for_=3.0)
+            self.rec.op("info", "cut-armed", marker=FINISH_MARKER.decode())
+        elif kind == "blackhole":
+            self.proxy.blackhole(duration)
+            self.rec.op("info", "blackhole", until=time.time() + duration)
+        elif kind == "delay":
+            self.proxy.delay(0.1, duration)
+            self.rec.op("info", "delay", seconds=0.1, until=time.time() + duration)
+        self.done[kind] += 1
+
+    def _resume(self, victim: str) -> None:
+        self.fleet.signal(victim, signal.SIGCONT)
+        self.fleet.paused.discard(victim)
+        self.rec.op("info", "resume", target=victim)
+
+    def _later(self, delay: float, fn, *args) -> None:
+        def wait_then() -> None:
+            time.sleep(delay)
+            fn(*args)
+        thread = threading.Thread(target=wait_then, daemon=True)
+        thread.start()
+        self.timers.append(thread)
+
+    def run(self, plan: list[tuple[float, str, float]], start: float) -> None:
+        for at, kind, duration in plan:
+            time.sleep(max(0.0, start + at - time.monotonic()))
+            self.act(kind, duration)
+        for thread in self.timers:
+            thread.join()
+
+
+class _Submitter:
+    """Submits the workload on its own direct connection; a submit cut by a restart is sent
+    again under the same idempotency key, so it is recorded once, with its one job id."""
+
+    def __init__(self, url: str, rec: history.Recorder, max_attempts: int) -> None:
+        self.url, self.rec, self.max_attempts = url, rec, max_attempts
+        self.conn = None
+
+    def _one(self, payload: dict) -> None:
+        for _ in range(200):
+            try:
+                if self.conn is None or self.conn.closed:
+                    self.conn = db.connect(SCHEMA, url=self.url)
+                job_id = queue_jobs.submit(self.conn, tenant_id=1, kind=KIND, payload=payload,
+                                           idempotency_key=payload["key"],
+                                           max_attempts=self.max_attempts)
+            except CONNECTION_ERRORS:  # the server restarting: try again shortly, same key
+                if self.conn is not None:
+                    self.conn.close()
+                self.conn = None
+                time.sleep(0.05)
+                continue
+            self.rec.op("ok", "submit", job=job_id, key=payload["key"])
+            return
+        raise RuntimeError(f"could not submit {payload['key']}")
+
+    def submit(self, payloads: list[dict]) -> None:
+        for payload in payloads:
+            self._one(payload)
+
+    def spread(self, payloads: list[dict], seconds: float) -> None:
+        start = time.monotonic()
+        for n, payload in enumerate(payloads):
+            time.sleep(max(0.0, start + seconds * n / max(1, len(payloads)) - time.monotonic()))
+            self._one(payload)
+        if self.conn is not None:
+            self.conn.close()
+
+
+def _wait_for_claims(path: Path, workers: int, deadline: float) -> None:
+    """Wait until every first worker has started and some job was claimed (a fault on a
+    fleet still importing its modules shows nothing), or until `deadline`."""
+    while time.monotonic() < deadline:
+        ops = history.read(path)
+        started = sum(op["f"] == "started" for op in ops)
+        if started >= workers and any(op["f"] == "claim" and op.get("token") for op in ops):
+            return
+        time.sleep(0.1)
+
+
+def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers: int = 4,
+        faults: Iterable[str] = FAULTS, per_kind: int = 2, time_limit: float = 60.0,
+        fault_window: float | None = None, workdir: str | os.PathLike | None = None,
+        keep: bool = False, server: Server | None = None) -> dict[str, Any]:
+    """Run one seeded verify run and check it; the result (see the module docstring).
+
+    `per_kind` faults of each kind land within the first `fault_window` seconds after the
+    workers are up (default: 0.8 s per fault); the run
+    ends when every job is settled or `time_limit` seconds passed. The history and the
+    workers' logs go to `workdir` (a temporary folder, deleted unless `keep`), with the
+    timeline of the run (`timeline.png`, the first violation's witness in red). `server` is
+    a private server of the caller's (`embedded.Server.private()`) to run on instead of a
+    fresh one (several runs in a row; schema `verify` is rebuilt each time); never a
+    server that holds anything else, since the nemesis restarts it.
+    """
+    from ..checks import check_choice
+
+    check_choice(variant, "variant", variants.VARIANTS)
+    check_int(seed, "seed")
+    check_int(jobs, "jobs", minimum=1, maximum=100_000)
+    check_int(workers, "workers", minimum=1, maximum=32)
+    check_int(per_kind, "per_kind", minimum=0, maximum=100)
+    check_seconds(time_limit, "time_limit")
+    faults = tuple(faults)
+    for kind in faults:
+        check_choice(kind, "fault", FAULTS)
+    own_dir = workdir is None
+    folder = Path(tempfile.mkdtemp(prefix="cq-verify-")) if own_dir else Path(workdir)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "history.jsonl"
+    path.unlink(missing_ok=True)
+    rng = random.Random(seed)
+    began = time.monotonic()
+    s = Settings
+    with contextlib.nullcontext(server) if server is not None else Server.private() as server:
+        with db.connect(url=server.url) as conn:
+            db.reset_schema(conn, SCHEMA, _install)
+        rec = history.Recorder(path, "driver")
+        proxy = Proxy(Path(server.socket_dir) / ".s.PGSQL.5432",
+                      on_event=lambda name, **f: rec.op("info", name, **f))
+        cfg = {"history": str(path), "variant": variant, "schema": SCHEMA, "url": server.url,
+               "proxy_url": f"postgresql://postgres@127.0.0.1:{proxy.port}/postgres",
+               "lease": s.lease, "poll": s.poll, "concurrency": s.concurrency,
+               "batch_wait": s.batch_wait, "policy": s.policy, "seed": seed}
+        rec.op("info", "run", variant=variant, seed=seed, jobs=jobs, workers=workers,
+               faults=list(faults), lease=s.lease, poll=s.poll)
+        fleet = _Fleet(cfg, folder, rec)
+        nemesis = _Nemesis(fleet, server, proxy, rec, random.Random(seed + 1))
+        try:
+            for _ in range(workers):
+                fleet.spawn()
+            # Most jobs are short; with pauses or partitions on, one in four outlives them
+            # (its lease lives on renewals), so that a holder comes back to a running handler.
+            long_share = 0.25 if {"pause", "blackhole"} & set(faults) else 0.0
+            payloads = [{"key": f"key-{seed}-{i}",
+                         "work": round(rng.uniform(2.0, 3.0) if rng.random() < long_share
+                                       else rng.uniform(0.1, 0.6), 3),
+                         "fails": 1 if rng.random() < 0.15 else 0} for i in range(jobs)]
+            first = max(1, jobs // 4)
+            submitter = _Submitter(server.url, rec, s.max_attempts)
+            submitter.submit(payloads[:first])
+            _wait_for_claims(path, workers, began + time_limit / 2)
+            if fault_window is None:
+                fault_window = 0.5 + 0.8 * per_kind * len(faults)
+            plan = _plan(rng, faults, fault_window, per_kind, s.lease)
+            start = time.monotonic()
+            thread = threading.Thread(target=nemesis.run, args=(plan, start), daemon=True)
+            thread.start()
+            # The rest arrive at a steady rate over the fault window: faults meet busy workers.
+            feeder = threading.Thread(target=submitter.spread,
+                                      args=(payloads[first:], 0.9 * fault_window), daemon=True)
+            feeder.start()
+            deadline = began + time_limit
+            unsettled = jobs
+            while time.monotonic() < deadline:
+                time.sleep(0.25)
+                if thread.is_alive() or feeder.is_alive():
+                    continue
+                with contextlib.suppress(Exception), db.connect(SCHEMA, url=server.url) as conn:
+                    unsettled = conn.execute(_QUERIES["unsettled"].sql).fetchone()[0]
+                if unsettled == 0:
+                    break
+            thread.join(timeout=max(0.0, deadline - time.monotonic()) + 10)
+        finally:
+            fleet.stop_all()
+            proxy.close()
+        with db.connect(SCHEMA, url=server.url) as conn:
+            snap = history.snapshot(conn)
+        rec.close()
+    (folder / "snapshot.json").write_text(json.dumps(snap, default=str), encoding="utf-8")
+    ops = history.read(path)
+    found = checks.check(ops, snap, lease=s.lease, poll=s.poll,
+                         policy=instrument_policy(s.policy), slack=s.slack,
+                         concurrency=s.concurrency)
+    counts = Counter(op["f"] for op in ops if op["type"] == "info")
+    lost_answers = checks.unknowns(ops, snap)
+    result = {
+        "variant": variant, "seed": seed, "jobs": jobs, "workers": workers,
+        "faults": list(faults),
+        "settings": {"lease": s.lease, "poll": s.poll, "concurrency": s.concurrency,
+                     "batch_wait": s.batch_wait, "policy": s.policy},
+        "operations": len(ops),
+        "faults_injected": {k: counts[k] for k in ("kill", "pause", "terminate", "restart",
+                                                   "blackhole", "delay")}
+        | {"cut": counts["cut"], "cut_armed": counts["cut-armed"]},
+        "worker_processes": fleet.started,
+        "states": dict(Counter(j["state"] for j in snap["jobs"])),
+        "attempts": len(snap["attempts"]),
+        # Reports whose answer was lost with the connection: how many the tables show took
+        # effect, and what the worker concluded about those (never "rejected").
+        "unknown_reports": {
+            "total": len(lost_answers),
+            "took_effect": sum(u["accepted"] for u in lost_answers),
+            "verdicts_of_those": dict(Counter(str(u["verdict"]) for u in lost_answers
+                                              if u["accepted"]))},
+        "unsettled_at_end": unsettled,
+        "seconds": round(time.monotonic() - began, 2),
+        "violations": [v.as_dict() for v in found],
+    }
+    if keep or not own_dir:
+        result["history"] = str(path)
+        from . import timeline  # matplotlib: only for a run that is kept
+
+        fig = timeline.figure(ops, snap, found[0] if found else None)
+        fig.savefig(folder / "timeline.png", dpi=110)
+        result["timeline"] = str(folder / "timeline.png")
+    if own_dir and not keep:
+        import shutil
+        shutil.rmtree(folder, ignore_errors=True)
+    return result
+
+
+def instrument_policy(policy: dict):
+    from ..queue.retry import RetryPolicy
+    return RetryPolicy(**policy)

@@ -1,0 +1,33 @@
+-- The tables a verify run adds to the queue's schema (verify.driver).
+
+-- name: install
+-- The job kind of a verify run and the store of its handler's external side effect (one row per business key).
+INSERT INTO job_kinds (kind, description)
+VALUES ('verify_effect', 'a verify run: work a while, then apply an effect keyed by payload.key')
+ON CONFLICT (kind) DO NOTHING;
+CREATE TABLE IF NOT EXISTS verify_effects (
+    key         text PRIMARY KEY,
+    job_id      bigint NOT NULL,
+    lease_token uuid NOT NULL,
+    applied_at  timestamptz NOT NULL DEFAULT cq_now()
+);
+
+-- name: apply_effect
+-- The handler's side effect, idempotent by business key: applied once, whoever comes again.
+INSERT INTO verify_effects (key, job_id, lease_token) VALUES (%(key)s, %(job_id)s, %(lease_token)s)
+ON CONFLICT (key) DO NOTHING
+RETURNING key;
+
+-- name: unsettled
+-- Jobs not yet done or failed (the run waits for none).
+SELECT count(*) FROM jobs WHERE state NOT IN ('done', 'failed', 'cancelled');
+
+-- name: holders
+-- The workers that hold a running job now, with the most work left in one of their jobs (seconds; the nemesis aims with it).
+SELECT j.locked_by,
+       max(extract(epoch FROM a.started_at) + (j.payload ->> 'work')::float8
+           - extract(epoch FROM cq_now())) AS work_left
+FROM jobs j
+JOIN job_attempts a ON a.lease_token = j.lease_token
+WHERE j.state = 'running' AND j.locked_by IS NOT NULL
+GROUP BY j.locked_by;

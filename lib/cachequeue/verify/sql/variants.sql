@@ -1,0 +1,160 @@
+-- The mutants of the queue (verify.variants): each statement is the real one of
+-- queue/sql/queries.sql or registry.sql with ONE safeguard taken out, named in its purpose.
+-- They return what the real statements return, so the real Worker runs them unchanged.
+
+-- name: finish_many_no_token
+-- no-token-check: finish by job id and state only (neither the lease token nor its expiry is checked).
+WITH clock AS MATERIALIZED (
+    SELECT cq_now() AS now
+),
+given AS (
+    SELECT *
+    FROM unnest(%(job_ids)s::bigint[], %(lease_tokens)s::uuid[], %(outputs)s::text[]::jsonb[])
+         AS g (job_id, lease_token, output)
+),
+owned AS (
+    UPDATE jobs j
+    SET state = 'done', finished_at = (SELECT now FROM clock),
+        lease_token = NULL, locked_until = NULL, locked_by = NULL
+    FROM given g
+    WHERE j.id = g.job_id AND j.state = 'running'
+    RETURNING j.id, j.tenant_id, g.lease_token, g.output
+),
+stored AS (
+    INSERT INTO job_results (job_id, tenant_id, output, lease_token, created_at)
+    SELECT id, tenant_id, output, lease_token, (SELECT now FROM clock)
+    FROM owned
+    ON CONFLICT (job_id) DO NOTHING
+),
+closed AS (
+    UPDATE job_attempts a
+    SET finished_at = (SELECT now FROM clock), outcome = 'done'
+    FROM owned o
+    WHERE a.lease_token = o.lease_token
+)
+SELECT coalesce((SELECT array_agg(id) FROM owned), '{}') AS finished,
+       current_schema() AS schema;
+
+-- name: finish_many_unfenced
+-- unfenced-batch: a batched completion that checks only the job id (as River's and pgqueuer's batches do).
+WITH clock AS MATERIALIZED (
+    SELECT cq_now() AS now
+),
+given AS (
+    SELECT *
+    FROM unnest(%(job_ids)s::bigint[], %(lease_tokens)s::uuid[], %(outputs)s::text[]::jsonb[])
+         AS g (job_id, lease_token, output)
+),
+owned AS (
+    UPDATE jobs j
+    SET state = 'done', finished_at = (SELECT now FROM clock),
+        lease_token = NULL, locked_until = NULL, locked_by = NULL
+    FROM given g
+    WHERE j.id = g.job_id
+    RETURNING j.id, j.tenant_id, g.lease_token, g.output
+),
+stored AS (
+    INSERT INTO job_results (job_id, tenant_id, output, lease_token, created_at)
+    SELECT id, tenant_id, output, lease_token, (SELECT now FROM clock)
+    FROM owned
+    ON CONFLICT (job_id) DO NOTHING
+),
+closed AS (
+    UPDATE job_attempts a
+    SET finished_at = (SELECT now FROM clock), outcome = 'done'
+    FROM owned o
+    WHERE a.lease_token = o.lease_token
+)
+SELECT coalesce((SELECT array_agg(id) FROM owned), '{}') AS finished,
+       current_schema() AS schema;
+
+-- name: give_up_exhausted
+-- read-then-claim, step 0: fail the expired leases with no attempt left, as the real claim does on its way.
+WITH exhausted AS (
+    UPDATE jobs
+    SET state = 'failed', finished_at = cq_now(),
+        last_error = 'lease expired on the last attempt (' || (attempts - handbacks)
+                     || ' of ' || max_attempts || ')',
+        lease_token = NULL, locked_until = NULL, locked_by = NULL
+    FROM (SELECT id AS old_id, lease_token AS old_token, locked_until AS old_until
+          FROM jobs
+          WHERE state = 'running' AND locked_until <= cq_now()
+            AND attempts - handbacks >= max_attempts
+          FOR UPDATE SKIP LOCKED) old
+    WHERE jobs.id = old.old_id
+    RETURNING old.old_token, old.old_until
+)
+UPDATE job_attempts a
+SET finished_at = e.old_until, outcome = 'expired', error = 'lease expired'
+FROM exhausted e
+WHERE a.lease_token = e.old_token;
+
+-- name: read_candidates
+-- read-then-claim, step 1: read the runnable jobs without locking them (no FOR UPDATE SKIP LOCKED).
+SELECT id, lease_token AS old_token, locked_until AS old_until
+FROM jobs
+WHERE (state = 'pending' AND run_after <= cq_now()
+       OR state = 'running' AND locked_until <= cq_now() AND attempts - handbacks < max_attempts)
+  AND (%(kinds)s::text[] IS NULL OR kind = ANY (%(kinds)s::text[]))
+ORDER BY run_after, id
+LIMIT %(limit)s;
+
+-- name: claim_read
+-- read-then-claim, step 2: take the jobs read in step 1 without checking they are still runnable.
+WITH clock AS MATERIALIZED (
+    SELECT cq_now() AS now
+),
+claimed AS (
+    UPDATE jobs j
+    SET state = 'running', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
+        locked_until = (SELECT now FROM clock) + %(lease)s::float8 * interval '1 second',
+        locked_by = %(worker)s::text
+    WHERE j.id = ANY (%(ids)s::bigint[])
+    RETURNING j.id, j.tenant_id, j.kind, j.payload, j.attempts, j.lease_token,
+              j.locked_until, j.locked_by
+),
+closed AS (
+    UPDATE job_attempts a
+    SET finished_at = g.old_until, outcome = 'expired', error = 'lease expired'
+    FROM unnest(%(old_tokens)s::uuid[], %(old_untils)s::timestamptz[]) AS g (old_token, old_until)
+    WHERE a.lease_token = g.old_token AND a.outcome IS NULL
+),
+opened AS (
+    INSERT INTO job_attempts (job_id, attempt, lease_token, worker, started_at)
+    SELECT id, attempts, lease_token, locked_by, (SELECT now FROM clock)
+    FROM claimed
+)
+SELECT id AS job_id, tenant_id, kind, payload, attempts AS attempt, lease_token,
+       locked_until, locked_by AS worker, current_schema() AS schema
+FROM claimed
+ORDER BY id;
+
+-- name: reset_running
+-- reset-on-shutdown: a stopping worker sets EVERY running job back to pending, its own and everyone else's.
+-- (Those on their last attempt are left alone: pending with no attempt left, the claim's
+-- attempts_capped constraint would refuse every claim and stop the whole run.)
+UPDATE jobs
+SET state = 'pending', run_after = cq_now(), lease_token = NULL, locked_until = NULL,
+    locked_by = NULL
+WHERE state = 'running' AND attempts - handbacks < max_attempts;
+
+-- name: beat_after_expiry
+-- heartbeat-after-expiry: renew every lease this worker holds by its token, expired or not.
+WITH clock AS MATERIALIZED (
+    SELECT cq_now() AS now
+),
+renewed AS (
+    UPDATE jobs j
+    SET locked_until = (SELECT now FROM clock) + %(lease)s::float8 * interval '1 second'
+    FROM unnest(%(job_ids)s::bigint[], %(lease_tokens)s::uuid[]) AS g (job_id, lease_token)
+    WHERE j.id = g.job_id AND j.lease_token = g.lease_token AND j.state = 'running'
+      AND current_schema() = %(schema)s
+    RETURNING j.lease_token
+),
+seen AS (
+    UPDATE workers
+    SET last_heartbeat = (SELECT now FROM clock)
+    WHERE name = %(name)s
+)
+SELECT coalesce((SELECT array_agg(lease_token) FROM renewed), '{}') AS held,
+       current_schema() AS schema;

@@ -1,0 +1,292 @@
+"""Each check of cachequeue.verify.checks passes a good hand-written history and fails a bad one,
+naming its check and giving the few operations that prove it."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from cachequeue.queue.retry import RetryPolicy
+from cachequeue.verify import checks, timeline
+
+LEASE, POLL = 1.0, 0.5
+POLICY = RetryPolicy(max_attempts=3, base=0.2, cap=1.0, jitter="equal")
+T = 1000.0  # every time in these histories is T + a few seconds
+A1, A2, A3 = "tok-a1", "tok-a2", "tok-a3"
+
+
+def op(type_, f, time, process="w1", **fields):
+    return {"process": process, "type": type_, "f": f, "time": T + time} | fields
+
+
+def claim(time, token, attempt, process="w1", job=1):
+    return [op("invoke", "claim", time, process, call=f"{process}:c{token}"),
+            op("ok", "claim", time, process, call=f"{process}:c{token}", job=job, attempt=attempt,
+               token=token, **{"from": T + time, "until": T + time + LEASE}, lease=LEASE)]
+
+
+def report(f, time, token, attempt, outcome="accepted", process="w1", job=1, type_="ok", **extra):
+    call = f"{process}:{f}{token}{time}"
+    done = op(type_, f, time + 0.01, process, call=call, job=job, attempt=attempt, token=token)
+    if type_ == "ok":
+        done["outcome"] = outcome
+    return [op("invoke", f, time, process, call=call, job=job, attempt=attempt, token=token,
+               **extra), done]
+
+
+def effect(time, token, attempt, applied=True, process="w1", job=1, key="k1"):
+    return [op("info", "effect", time, process, job=job, attempt=attempt, token=token, key=key,
+               applied=applied)]
+
+
+def attempt_row(attempt, token, started, finished, outcome, job=1, worker="w1"):
+    return {"job_id": job, "attempt": attempt, "lease_token": token, "worker": worker,
+            "started_at": T + started, "finished_at": None if finished is None else T + finished,
+            "outcome": outcome, "rejected_report": None, "rejected_at": None}
+
+
+def good():
+    """Job 1: attempt 1 by w1 fails (retry after 0.15 s), attempt 2 by w2 finishes."""
+    ops = [op("ok", "submit", 0, "driver", job=1, key="k1"),
+           *claim(0.1, A1, 1),
+           *report("fail", 0.3, A1, 1, delay=0.15),
+           *claim(0.5, A2, 2, "w2"),
+           *effect(0.6, A2, 2, process="w2"),
+           *report("finish", 0.7, A2, 2, process="w2")]
+    snap = {
+        "jobs": [{"job_id": 1, "kind": "effect", "state": "done", "attempts": 2, "handbacks": 0,
+                  "max_attempts": 3, "payload": {"key": "k1"}, "finished_at": T + 0.7}],
+        "attempts": [attempt_row(1, A1, 0.1, 0.3, "retry"),
+                     attempt_row(2, A2, 0.5, 0.7, "done", worker="w2")],
+        "results": [{"job_id": 1, "lease_token": A2, "output": {}, "created_at": T + 0.7}],
+        "effects": [{"key": "k1", "job_id": 1, "lease_token": A2, "applied_at": T + 0.6}],
+        "now": T + 10,
+    }
+    return ops, snap
+
+
+def run(ops, snap):
+    return checks.check(ops, snap, lease=LEASE, poll=POLL, policy=POLICY)
+
+
+def names(found):
+    return sorted({v.check for v in found})
+
+
+def test_a_good_history_passes():
+    assert run(*good()) == []
+
+
+def test_a_lost_job_is_found():
+    ops, snap = good()
+    snap["jobs"][0]["state"] = "running"
+    found = [v for v in run(ops, snap) if v.check == "lost"]
+    assert len(found) == 1 and found[0].job == 1 and found[0].witness[0]["f"] == "submit"
+
+
+def test_a_claim_the_tables_forgot_is_lost_unless_the_server_restarted():
+    ops, snap = good()
+    ops += claim(0.9, A3, 3, "w3")  # answered, but no attempt row has it
+    found = [v for v in run(ops, snap) if v.check == "lost"]
+    assert len(found) == 1 and found[0].witness[0]["token"] == A3
+    ops.append(op("info", "restart", 1.0, "nemesis", started=T + 0.95, until=T + 1.0))
+    assert [v for v in run(ops, snap) if v.check == "lost"] == []
+
+
+def test_an_unexpected_job_is_found():
+    ops, snap = good()
+    snap["jobs"].append(dict(snap["jobs"][0], job_id=2, payload={}))
+    assert [v.job for v in run(ops, snap) if v.check == "unexpected"] == [2]
+
+
+def test_two_accepted_finishes_are_found():
+    ops, snap = good()
+    ops += report("finish", 0.75, A1, 1)  # the first attempt's report accepted too
+    found = [v for v in run(ops, snap) if v.check == "one-result"]
+    assert found and "2 finishes accepted" in found[0].message
+    assert {o["token"] for o in found[0].witness} == {A1, A2}
+
+
+def test_a_result_written_by_an_attempt_that_lost_the_lease_is_found():
+    ops, snap = good()
+    snap["results"][0]["lease_token"] = A1  # attempt 1 wrote it, after attempt 2 had claimed
+    found = [v for v in run(ops, snap) if v.check == "one-result"]
+    assert found and "after attempt 2 had taken the lease" in found[0].message
+
+
+def test_an_ambiguous_commit_called_refused_is_found():
+    ops, snap = good()
+    ops = ops[:-1] + [op("unknown", "finish", 0.71, "w2", call=ops[-1]["call"], job=1,
+                         attempt=2, token=A2),
+                      op("info", "verdict", 0.9, "w2", job=1, attempt=2, token=A2,
+                         event="finished")]
+    assert run(ops, snap) == []  # unknown, resolved by the result row: accepted once
+    resend = [op("invoke", "finish", 0.8, "w2", call="w2:again", job=1, attempt=2, token=A2),
+              op("unknown", "finish", 0.81, "w2", call="w2:again", job=1, attempt=2, token=A2)]
+    assert run(ops + resend, snap) == []  # sent again, cut again: still one commit at most
+    ops[-1]["event"] = "rejected"
+    assert names(run(ops, snap)) == ["ambiguous-as-failure"]
+    ops[-1]["event"] = "finished"
+    snap["results"][0]["lease_token"] = A1  # the worker said done, but attempt 1's result is there
+    assert "false-success" in names(run(ops, snap))
+
+
+def test_an_accepted_stale_report_is_found():
+    ops, snap = good()
+    ops += report("fail", 0.8, A1, 1, delay=0.1)  # attempt 1 reports again, after attempt 2
+    found = [v for v in run(ops, snap) if v.check == "stale-accepted"]
+    assert len(found) == 1 and found[0].witness[-1]["outcome"] == "accepted"
+    ops[-1]["outcome"] = "rejected"
+    assert [v for v in run(ops, snap) if v.check == "stale-accepted"] == []
+
+
+def test_a_report_after_the_lease_ran_out_is_found():
+    ops, snap = good()
+    late = report("finish", 1.55, A2, 2, process="w2")  # claimed at 0.5, lease 1 s
+    ops = ops[:-2] + late
+    snap["attempts"][1]["finished_at"] = snap["results"][0]["created_at"] = T + 1.55
+    found = names(run(ops, snap))
+    assert "stale-accepted" in found and "one-result" in found
+
+
+def test_overlapping_leases_are_found():
+    ops, snap = good()
+    ops = ops[:5] + claim(0.25, A2, 2, "w2") + ops[7:]  # claimed while attempt 1 held it
+    snap["attempts"][1]["started_at"] = T + 0.25
+    found = [v for v in run(ops, snap) if v.check == "lease-overlap"]
+    assert len(found) == 1
+    assert [w.get("token", w.get("lease_token")) for w in found[0].witness] == [A1, A1, A2]
+
+
+def test_a_lease_that_never_ended_is_found():
+    ops, snap = good()
+    snap["attempts"][0].update(finished_at=None, outcome=None)  # reset, not reported
+    ops = ops[:3] + ops[5:]  # attempt 1 never reported
+    found = [v for v in run(ops, snap) if v.check == "lease-overlap"]
+    assert len(found) == 1 and "never ended" in found[0].message
+
+
+def test_a_renewal_after_expiry_is_found():
+    ops, snap = good()
+    ops = ops[:-2]
+    tokens = {"tokens": [A2]}
+    ops += [op("invoke", "renew", 1.6, "w2", call="w2:r", **tokens, db_before=T + 1.6),
+            op("ok", "renew", 1.61, "w2", call="w2:r", **tokens, held=[A2], db_before=T + 1.6,
+               db_after=T + 1.61)]
+    snap["attempts"][1]["finished_at"] = snap["results"][0]["created_at"] = T + 1.9
+    ops += report("finish", 1.9, A2, 2, process="w2")
+    assert "renew-after-expiry" in names(run(ops, snap))
+    ops[-4]["db_before"] = ops[-3]["db_before"] = T + 1.4  # renewed in time: fine
+    ops[-3]["db_after"] = T + 1.41
+    assert run(ops, snap) == []
+
+
+def test_attempt_numbers_and_the_cap_are_checked():
+    ops, snap = good()
+    snap["attempts"][1]["attempt"] = 3
+    assert names(run(ops, snap)) == ["attempts"]
+    ops, snap = good()
+    snap["jobs"][0].update(attempts=2, max_attempts=1)
+    assert "attempts" in names(run(ops, snap))
+    ops, snap = good()
+    snap["jobs"][0].update(handbacks=1)  # no attempt was released
+    assert "attempts" in names(run(ops, snap))
+
+
+def test_retry_delays_are_checked_against_the_policy_and_the_next_start():
+    ops, snap = good()
+    bad = copy.deepcopy(ops)
+    bad[3]["delay"] = 0.05  # equal jitter after attempt 1: within [0.1, 0.2]
+    assert names(run(bad, snap)) == ["retry-delay"]
+    bad = copy.deepcopy(ops)
+    bad[3]["delay"] = 0.19  # within bounds, but attempt 2 started 0.1 s after the failure
+    snap2 = copy.deepcopy(snap)
+    snap2["attempts"][1]["started_at"] = T + 0.4
+    bad[6]["from"] = T + 0.4
+    found = [v for v in run(bad, snap2) if v.check == "retry-delay"]
+    assert len(found) == 1 and "before its delay" in found[0].message
+
+
+def test_side_effects_are_checked_by_business_key():
+    ops, snap = good()
+    ops += effect(0.2, A1, 1)  # attempt 1 applied the effect as well
+    found = [v for v in run(ops, snap) if v.check == "side-effect"]
+    assert len(found) == 1 and len(found[0].witness) == 2
+    ops, snap = good()
+    snap["effects"] = []
+    assert names(run(ops, snap)) == ["side-effect"]
+
+
+def kill_history(reclaimed_at):
+    """w1 claims at 0.1 (lease to 1.1) and is killed at 0.2; w2 claims again at `reclaimed_at`."""
+    ops = [op("ok", "submit", 0, "driver", job=1, key="k1"), *claim(0.1, A1, 1),
+           op("info", "kill", 0.2, "nemesis", target="w1", pid=42),
+           *claim(reclaimed_at, A2, 2, "w2"),
+           *effect(reclaimed_at + 0.1, A2, 2, process="w2"),
+           *report("finish", reclaimed_at + 0.2, A2, 2, process="w2")]
+    snap = {
+        "jobs": [{"job_id": 1, "kind": "effect", "state": "done", "attempts": 2, "handbacks": 0,
+                  "max_attempts": 3, "payload": {"key": "k1"}}],
+        "attempts": [attempt_row(1, A1, 0.1, 1.1, "expired"),
+                     attempt_row(2, A2, reclaimed_at, reclaimed_at + 0.2, "done", worker="w2")],
+        "results": [{"job_id": 1, "lease_token": A2, "output": {},
+                     "created_at": T + reclaimed_at + 0.2}],
+        "effects": [{"key": "k1", "job_id": 1, "lease_token": A2}],
+        "now": T + 30,
+    }
+    return ops, snap
+
+
+@pytest.mark.parametrize(("at", "caught"), [(1.4, False), (1.1 + POLL + 1.0 + 0.5, True)])
+def test_a_killed_workers_job_must_be_claimed_again_within_lease_and_poll(at, caught):
+    found = run(*kill_history(at))
+    assert names(found) == (["reclaim"] if caught else [])
+    if caught:
+        assert [w["f"] for w in found[0].witness] == ["kill", "claim", "claim"]
+
+
+def test_the_reclaim_clock_starts_when_a_worker_has_a_free_slot():
+    late = 1.1 + POLL + 1.0 + 0.5
+    ops, snap = kill_history(late)
+    started = [op("info", "started", 0.0, "w2"), op("info", "started", 0.0, "w1")]
+    busy = [*claim(0.05, "tok-b1", 1, "w2", job=2), *claim(0.06, "tok-b2", 1, "w2", job=3),
+            op("info", "verdict", late - 1.0, "w2", job=2, attempt=1, event="finished")]
+    snap["jobs"] += [dict(snap["jobs"][0], job_id=j, attempts=1) for j in (2, 3)]
+    ops = ops[:1] + started + busy + ops[1:] + [op("ok", "submit", 0, "driver", job=j, key=f"k{j}")
+                                               for j in (2, 3)]
+    found = checks.check(ops, snap, lease=LEASE, poll=POLL, only=["reclaim"], concurrency=2)
+    assert found == []  # w2 had no free slot until late - 1.0
+    found = checks.check(ops, snap, lease=LEASE, poll=POLL, only=["reclaim"], concurrency=3)
+    assert [v.check for v in found] == ["reclaim"]
+
+
+def test_a_restart_extends_the_reclaim_window():
+    ops, snap = kill_history(1.1 + POLL + 1.0 + 0.5)
+    ops.append(op("info", "restart", 0.5, "nemesis", until=T + 1.5))
+    assert run(ops, snap) == []
+
+
+def test_a_violation_says_its_number_and_serialises():
+    ops, snap = good()
+    snap["jobs"][0]["state"] = "pending"
+    (v,) = [v for v in run(ops, snap) if v.check == "lost"]
+    assert v.as_dict()["number"] == 1 and v.as_dict()["witness"]
+
+
+def test_the_timeline_draws_one_bar_per_attempt_and_the_witness_in_red(tmp_path):
+    ops, snap = good()
+    ops.append(op("info", "kill", 0.4, "nemesis", target="w1", pid=1))
+    snap["attempts"][0].update(finished_at=None, outcome=None)  # left open: a violation
+    (violation,) = [v for v in run(ops, snap) if v.check == "lease-overlap"]
+    ax = timeline.figure(ops, snap, violation).axes[0]
+    bars = [p for p in ax.patches if p.get_gid() == "attempt"]
+    assert len(bars) == 2
+    assert all(b.get_linewidth() > 0 for b in bars)  # both attempts are in the witness
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["w1", "w2"]
+    assert "lease-overlap" in ax.get_title()
+    plain = timeline.figure(ops, snap).axes[0]
+    assert not any(p.get_linewidth() > 0 for p in plain.patches if p.get_gid() == "attempt")
+    fig = timeline.figure(ops, snap, violation)
+    fig.savefig(tmp_path / "t.png")
+    assert (tmp_path / "t.png").stat().st_size > 1000

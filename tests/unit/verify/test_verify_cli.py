@@ -1,0 +1,30 @@
+"""`cachequeue verify` refuses bad arguments with exit status 2, before anything starts."""
+
+from __future__ import annotations
+
+import pytest
+
+from cachequeue import cli
+
+
+@pytest.mark.parametrize("argv", [
+    ["verify", "--jobs", "0"],
+    ["verify", "--workers", "40"],
+    ["verify", "--variant", "no-such-mutant"],
+    ["verify", "--faults", "kill,flood"],
+    ["verify", "--time-limit", "-1"],
+    ["verify", "--seed", "x"],
+])
+def test_bad_arguments_exit_2_with_one_line(argv, capsys):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("cachequeue verify") and "\n" not in err
+
+
+def test_the_command_is_registered_with_every_variant(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["verify", "--help"])
+    text = capsys.readouterr().out
+    for name in ("no-token-check", "read-then-claim", "reset-on-shutdown", "unfenced-batch",
+                 "heartbeat-after-expiry"):
+        assert name in text
