@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help setup db db-stop lab test lint execute student bench chaos clean site present serve
+.PHONY: help setup db db-stop lab test lint execute student bench chaos clean site present serve verify
 
 help:
 	@echo "make lab      set up (.venv, PostgreSQL, Redis) and open JupyterLab on notebooks/ (keeps the terminal; Ctrl-C stops it)"
@@ -30,6 +30,7 @@ help:
 	@echo "make present CH=03  slides of one chapter (reveal.js, offline; S shows speaker notes)"
 	@echo "make bench    run the benchmarks in bench/ (JSON on stdout; about 30 minutes)"
 	@echo "make chaos    2,000 jobs, workers killed and paused, a server restart (JSON; about 1 minute)"
+	@echo "make verify   the history checker: 20 seeded runs of our queue under every fault, then each mutant (about 10 minutes)"
 	@echo "make db       start (or reuse) the embedded PostgreSQL and Redis; say which servers are used"
 	@echo "make db-stop  stop the embedded PostgreSQL and the embedded Redis"
 
