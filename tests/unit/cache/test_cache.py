@@ -165,19 +165,19 @@ class LoadingCacheBehaviour(CacheBehaviour):
         assert s.hit_ratio == pytest.approx(1 / 5)
 
 
+async def load_read_load(cache, *keys):
+    """get_or_load each key in turn (ttl 5), one loader for all."""
+    load = Loader()
+    for key in keys:
+        await cache.get_or_load(key, load, ttl=5)
+
+
 class TestFifo(LoadingCacheBehaviour):
     policy = "fifo"
 
     def test_reading_does_not_save_the_oldest_entry(self):
-        cache, load = self.cache(max_entries=2), Loader()
-
-        async def scenario():
-            await cache.get_or_load("a", load, ttl=5)
-            await cache.get_or_load("b", load, ttl=5)
-            await cache.get_or_load("a", load, ttl=5)  # a hit, but FIFO ignores it
-            await cache.get_or_load("c", load, ttl=5)
-
-        run(scenario())
+        cache = self.cache(max_entries=2)
+        run(load_read_load(cache, "a", "b", "a", "c"))  # the read of a is a hit FIFO ignores
         assert cache.keys() == ["b", "c"]
 
 
@@ -185,15 +185,8 @@ class TestLru(LoadingCacheBehaviour):
     policy = "lru"
 
     def test_reading_protects_the_entry_from_eviction(self):
-        cache, load = self.cache(max_entries=2), Loader()
-
-        async def scenario():
-            await cache.get_or_load("a", load, ttl=5)
-            await cache.get_or_load("b", load, ttl=5)
-            await cache.get_or_load("a", load, ttl=5)  # a is now the most recently used
-            await cache.get_or_load("c", load, ttl=5)
-
-        run(scenario())
+        cache = self.cache(max_entries=2)
+        run(load_read_load(cache, "a", "b", "a", "c"))  # a is now the most recently used
         assert cache.keys() == ["a", "c"]
 
 

@@ -60,29 +60,26 @@ def test_a_hit_refreshes_only_once_expiry_is_within_delta_beta_ln():
     assert refresh.calls == 1 and cache.stats.misses == 1 and cache.stats.loads == 2
 
 
-def test_u_zero_never_refreshes_early():
+def read_just_before_expiry(u, load_seconds):
+    """A 10 s entry whose load took `load_seconds`, read at 9.999 s with the draw `u`:
+    (what the read returned, how many early refreshes the cache started)."""
     clock = ManualClock()
-    cache = EarlyRefreshCache(clock=clock, rng=FixedRandom(0.0))
+    cache = EarlyRefreshCache(clock=clock, rng=FixedRandom(u))
 
     async def scenario():
-        await load_taking(cache, clock, "k", "v1", seconds=5)
+        await load_taking(cache, clock, "k", "v1", seconds=load_seconds)
         clock.advance(9.999)
         return await cache.get_or_load("k", GatedLoader("v2"), ttl=10)
 
-    assert run(scenario()) == "v1"
-    assert cache.refreshes == 0
+    return run(scenario()), cache.refreshes
+
+
+def test_u_zero_never_refreshes_early():
+    assert read_just_before_expiry(0.0, load_seconds=5) == ("v1", 0)
 
 
 def test_an_instant_load_gives_no_early_refresh():
-    clock = ManualClock()
-    cache = EarlyRefreshCache(clock=clock, rng=FixedRandom(0.999))
-
-    async def scenario():
-        await load_taking(cache, clock, "k", "v1", seconds=0)
-        clock.advance(9.999)
-        return await cache.get_or_load("k", GatedLoader("v2"), ttl=10)
-
-    assert run(scenario()) == "v1" and cache.refreshes == 0
+    assert read_just_before_expiry(0.999, load_seconds=0) == ("v1", 0)
 
 
 def test_one_refresh_in_flight_per_key():

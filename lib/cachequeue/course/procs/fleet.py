@@ -46,7 +46,37 @@ def tidy_paths(text: str) -> str:
     return _FOLDERS.sub("", text.replace(f"{home()}/", ""))
 
 
-class WorkerProcess:
+class Signals:
+    """Signals to a child process, each recorded with its wall-clock time in `_marks` (a list
+    the timeline plot reads, or None): the class that uses it sets `pid`, `name`, `_marks`."""
+
+    pid: int
+    name: str
+    _marks: list[dict[str, Any]] | None
+
+    def send(self, signum: int) -> datetime:
+        """Send a signal; return (and record in the marks) when it was sent."""
+        at = datetime.now(UTC)
+        os.kill(self.pid, signum)
+        if self._marks is not None:
+            self._marks.append({"at": at, "worker": self.name,
+                                "signal": _SIGNALS.get(signum, str(signum))})
+        return at
+
+    def kill(self) -> datetime:
+        return self.send(signal.SIGKILL)
+
+    def pause(self) -> datetime:
+        return self.send(signal.SIGSTOP)
+
+    def resume(self) -> datetime:
+        return self.send(signal.SIGCONT)
+
+    def terminate(self) -> datetime:
+        return self.send(signal.SIGTERM)
+
+
+class WorkerProcess(Signals):
     """One `cachequeue worker` child process and the events of its log."""
 
     def __init__(self, name: str, proc: subprocess.Popen, fleet: Fleet) -> None:
@@ -56,6 +86,7 @@ class WorkerProcess:
         self.lines: list[str] = []
         self.events: list[dict[str, Any]] = []
         self._fleet = fleet
+        self._marks = fleet.marks
         self._changed = fleet.changed  # one condition for the fleet: wait on any worker
         self._eof = False
         self._reader = threading.Thread(target=self._read, name=f"fleet-{name}", daemon=True)
@@ -110,26 +141,6 @@ class WorkerProcess:
             lines = list(self.lines)
         return [tidy_paths(line) for line in lines
                 if (e := parse(line)) is not None and e["event"] in events]
-
-    def send(self, signum: int) -> datetime:
-        """Send a signal; return (and record in the fleet's marks) when it was sent."""
-        at = datetime.now(UTC)
-        os.kill(self.pid, signum)
-        self._fleet.marks.append({"at": at, "worker": self.name,
-                                  "signal": _SIGNALS.get(signum, str(signum))})
-        return at
-
-    def kill(self) -> datetime:
-        return self.send(signal.SIGKILL)
-
-    def pause(self) -> datetime:
-        return self.send(signal.SIGSTOP)
-
-    def resume(self) -> datetime:
-        return self.send(signal.SIGCONT)
-
-    def terminate(self) -> datetime:
-        return self.send(signal.SIGTERM)
 
     def wait(self, timeout: float = 60.0) -> int:
         """Wait for the process to exit; its exit status (-9 after SIGKILL)."""

@@ -28,21 +28,20 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
 
 from ... import sqlfile
 from ...checks import check_int, check_seconds, check_text
+from .fleet import Signals
 
 __all__ = ["Holder", "backend_state", "lease_left", "main", "start", "wait_for_lock"]
 
 _QUERIES = sqlfile.load(__package__, "holder.sql")
-_SIGNALS = {signal.SIGKILL: "SIGKILL", signal.SIGSTOP: "SIGSTOP", signal.SIGCONT: "SIGCONT"}
 
 
-class Holder:
+class Holder(Signals):
     """The child process, the job it holds and its server process (`backend`)."""
 
     def __init__(self, name: str, proc: subprocess.Popen, ready: dict[str, Any],
@@ -54,24 +53,6 @@ class Holder:
         self.attempt: int = ready["attempt"]
         self.backend: int = ready["backend"]
         self._marks = marks
-
-    def send(self, signum: int) -> datetime:
-        """Send a signal; return (and record in `marks`, if given) when it was sent."""
-        at = datetime.now(UTC)
-        os.kill(self.pid, signum)
-        if self._marks is not None:
-            self._marks.append({"at": at, "worker": self.name,
-                                "signal": _SIGNALS.get(signum, str(signum))})
-        return at
-
-    def kill(self) -> datetime:
-        return self.send(signal.SIGKILL)
-
-    def pause(self) -> datetime:
-        return self.send(signal.SIGSTOP)
-
-    def resume(self) -> datetime:
-        return self.send(signal.SIGCONT)
 
     def wait(self, timeout: float = 60.0) -> int:
         return self.proc.wait(timeout)
