@@ -17,6 +17,9 @@ from cachequeue import cli
 from cachequeue.embedded import Server
 from cachequeue.verify import driver
 
+# Every run makes its own server: DATABASE_URL changes nothing, so CI runs these once.
+pytestmark = pytest.mark.private_server
+
 SEED = int(os.environ.get("VERIFY_SEED", "2026"))
 
 # variant: (faults, the checks that must be among those it fails)
