@@ -28,6 +28,11 @@ rows, marked `"row": table`) that prove it, nothing else. The checks:
    lease + poll (+ `slack`, and + the time the server was down) after the kill, counted
    from when some worker had a free slot and no older expired lease waited before it
    (with `concurrency` given).
+8. `tenant-cap` (with `tenant_cap` given: a run of fair claims with a per-tenant cap): at no
+   instant did one tenant have more than `tenant_cap` attempts open, by the database clock
+   (an attempt is open from its row's start to its row's close, or to the snapshot if it
+   never closed). What the fair claim promises beyond that (each tenant's share, the worst
+   wait) depends on the workload's arrival and is not checked here.
 
 Times: leases and attempt rows carry the database clock; operations carry the wall clock
 of the same host (the embedded server's `cq_now()` is its clock_timestamp()). `EPSILON`
@@ -52,7 +57,7 @@ OUTAGES = ("restart", "blackhole", "pause-all")
 CHECKS = {"lost": 1, "unexpected": 1, "one-result": 2, "ambiguous-as-failure": 2,
           "false-success": 2,
           "stale-accepted": 3, "lease-overlap": 4, "renew-after-expiry": 4, "attempts": 5,
-          "retry-delay": 5, "side-effect": 6, "reclaim": 7}
+          "retry-delay": 5, "side-effect": 6, "reclaim": 7, "tenant-cap": 8}
 
 
 @dataclass
@@ -514,6 +519,30 @@ def _reclaim(ix: _Index, poll: float, slack: float,
                                 [kill, claim, *(ix.witness_claim(after[0]["lease_token"]) if after else [])])
 
 
+def _tenant_cap(ix: _Index, cap: int) -> Iterable[Violation]:
+    """The first instant each tenant had more than `cap` attempts open, with those attempts."""
+    tenant_of = {job_id: row.get("tenant_id") for job_id, row in ix.jobs.items()}
+    edges: dict[Any, list[tuple[float, int, dict]]] = defaultdict(list)
+    for job_id, rows in ix.attempts.items():
+        for row in rows:
+            end = row["finished_at"] if row["finished_at"] is not None else ix.snap.get("now")
+            edges[tenant_of.get(job_id)].append((row["started_at"], 1, row))
+            if end is not None:
+                edges[tenant_of.get(job_id)].append((end, 0, row))  # a close before a start
+    for tenant, events in edges.items():
+        open_rows: dict[str, dict] = {}
+        for _at, starts, row in sorted(events, key=lambda e: (e[0], e[1])):
+            if not starts:
+                open_rows.pop(row["lease_token"], None)
+                continue
+            open_rows[row["lease_token"]] = row
+            if len(open_rows) > cap:
+                yield Violation("tenant-cap", row["job_id"],
+                                f"tenant {tenant} had {len(open_rows)} attempts open at once "
+                                f"(cap {cap})", [_row("attempts", r) for r in open_rows.values()])
+                break
+
+
 def unknowns(ops: list[dict], snapshot: dict) -> list[dict[str, Any]]:
     """Every report whose answer was lost (`unknown`), with what the snapshot says it did
     (`accepted`) and the worker's own verdict on that attempt afterwards (`verdict`)."""
@@ -527,14 +556,16 @@ def unknowns(ops: list[dict], snapshot: dict) -> list[dict[str, Any]]:
 
 def check(ops: list[dict], snapshot: dict, *, lease: float, poll: float,
           policy: RetryPolicy | None = None, slack: float = 1.0,
-          concurrency: int | None = None, only: Iterable[str] | None = None) -> list[Violation]:
+          concurrency: int | None = None, tenant_cap: int | None = None,
+          only: Iterable[str] | None = None) -> list[Violation]:
     """Every violation of the history `ops` with its final `snapshot`, check by check.
 
     `lease` and `poll` are the workers' settings; `policy` the retry policy they failed
     jobs with (None: the delays are not checked against bounds); `slack` the seconds the
     reclaim check allows on top of lease + poll (process scheduling on a busy machine);
     `concurrency` the jobs each worker runs at once: the reclaim clock then starts when
-    some worker had a free slot (None: at once).
+    some worker had a free slot (None: at once). `tenant_cap`: the fair claim's per-tenant
+    cap the workers ran with (None: check 8 is not run).
     `only` limits the run to some checks by name.
     """
     ix = _Index(list(ops), snapshot, lease)
@@ -546,6 +577,8 @@ def check(ops: list[dict], snapshot: dict, *, lease: float, poll: float,
               ("attempts", lambda: _attempts(ix, policy)),
               ("side-effect", lambda: _side_effects(ix)),
               ("reclaim", lambda: _reclaim(ix, poll, slack, concurrency))]
+    if tenant_cap is not None:
+        groups.append(("tenant-cap", lambda: _tenant_cap(ix, tenant_cap)))
     wanted = None if only is None else set(only)
     for name, run in groups:
         if wanted is None or name in wanted or any(CHECKS[w] == CHECKS[name] for w in wanted):

@@ -267,6 +267,37 @@ def test_a_restart_extends_the_reclaim_window():
     assert run(ops, snap) == []
 
 
+def capped_history(second_starts_at):
+    """Tenant 7's jobs 1 and 2 (attempt rows only): job 1 open from 0.1 to 0.5, job 2 from
+    `second_starts_at` to 0.9."""
+    snap = {"jobs": [{"job_id": j, "tenant_id": 7, "state": "done"} for j in (1, 2)],
+            "attempts": [attempt_row(1, A1, 0.1, 0.5, "done", job=1),
+                         attempt_row(1, A2, second_starts_at, 0.9, "done", job=2, worker="w2")],
+            "now": T + 10}
+    return snap
+
+
+@pytest.mark.parametrize("second_starts_at, caught", [(0.3, True), (0.5, False), (0.6, False)])
+def test_the_tenant_cap_is_checked_by_the_database_clock(second_starts_at, caught):
+    """With cap 1, two attempts of one tenant open at once break it; one that starts the
+    instant the other closes does not."""
+    found = checks._tenant_cap(checks._Index([], capped_history(second_starts_at), LEASE), 1)
+    found = list(found)
+    assert bool(found) is caught, found
+    if caught:
+        assert found[0].check == "tenant-cap" and found[0].number == 8
+        assert {w["lease_token"] for w in found[0].witness} == {A1, A2}
+
+
+def test_the_tenant_cap_check_runs_only_when_a_cap_is_given():
+    snap = capped_history(0.3)
+    assert "tenant-cap" not in names(checks.check([], snap, lease=LEASE, poll=POLL,
+                                                  only=["tenant-cap"]))
+    assert names(checks.check([], snap, lease=LEASE, poll=POLL, tenant_cap=1,
+                              only=["tenant-cap"])) == ["tenant-cap"]
+    assert checks.check([], snap, lease=LEASE, poll=POLL, tenant_cap=2, only=["tenant-cap"]) == []
+
+
 def test_a_violation_says_its_number_and_serialises():
     ops, snap = good()
     snap["jobs"][0]["state"] = "pending"

@@ -2,7 +2,7 @@
 
 -- name: snapshot_jobs
 -- Every job with the fields the checks read.
-SELECT id AS job_id, kind, state, attempts, handbacks, max_attempts, payload, lease_token,
+SELECT id AS job_id, tenant_id, kind, state, attempts, handbacks, max_attempts, payload, lease_token,
        locked_until, run_after, created_at, finished_at, last_error
 FROM jobs ORDER BY id;
 
