@@ -43,8 +43,9 @@ peer's own status), so verify's `lost` and `side-effect` checks run on it unchan
 other checks need lease tokens and attempt rows the peers do not have, so they are not run,
 and duplicates and stuck jobs are counted directly.
 
-Prints one JSON document on stdout (and to --out). `--quick`: one peer-agnostic smoke run
-(pgqueuer and procrastinate, the restart fault only, 4 jobs) that takes about 20 s.
+Prints one JSON document on stdout (and to --out). `--quick`: a smoke run
+(both peers, the kill fault only, 3 jobs, 3 s after the kill: shorter than either
+peer's window, so it shows the mechanics, not what a peer does after its window).
 """
 
 from __future__ import annotations
@@ -244,7 +245,8 @@ def tables(url: str, peer: str, schema: str) -> dict:
     with psycopg.connect(url, autocommit=True, options=options(schema)) as conn:
         for name in names:
             out[name] = [r[0] for r in conn.execute(SQL[name].sql).fetchall()]
-        out["effects"] = [dict(zip(("key", "job_id", "process", "pid", "applied_at"), r))
+        out["effects"] = [dict(zip(("key", "job_id", "process", "pid", "applied_at"), r,
+                                   strict=True))
                           for r in conn.execute(SQL["effects"].sql).fetchall()]
     return out
 
@@ -484,6 +486,40 @@ def analyse(peer, fault, ids, ops, before, after, fleet, codes, cfg, seconds, ho
     }
 
 
+def observed(r: dict, cfg: dict) -> str:
+    """One sentence of what this run showed, from its own figures (nothing assumed)."""
+    peer, n = r["peer"], r["submitted"]
+    [ev] = [op for op in r["fault_detail"] if op["f"] in ("pause", "kill", "restart")]
+    if ev["f"] == "pause":
+        w = window(peer, cfg)
+        what = (f"SIGSTOP of worker {ev['worker']} while it ran job {ev['job']}, held "
+                f"{ev['hold']:g} s ({ev['hold'] - w:g} s past {peer}'s default "
+                f"{WINDOW[peer]} of {w:g} s), then SIGCONT")
+    elif ev["f"] == "kill":
+        what = f"SIGKILL of worker {ev['worker']} while it ran job {ev['job']}"
+    else:
+        what = (f"immediate PostgreSQL restart ({ev['until'] - ev['started']:.2f} s) while "
+                f"worker {ev['worker']} ran job {ev['job']}")
+    exits = [e for e in r["worker_exits"] if e["code"] != -signal.SIGKILL]
+    return (f"{peer} {cfg[peer]['version']}, defaults, {r['workers_spawned'] - len(r['worker_exits'])}"
+            f" worker processes: after {what}, and {r['seconds']:g} s in all: "
+            f"{r['completed']} of {n} jobs completed, {r['lost']} never completed "
+            f"({r['stuck']} left {'/'.join(STUCK[peer])}), {r['duplicates']} had the handler "
+            f"invoked more than once, {r['doubled_effects']} had their side effect committed "
+            f"more than once; {r['handler_invocations']} handler calls, "
+            f"{r['effects_committed']} effects"
+            + (f"; {len(exits)} worker process(es) exited by themselves (status "
+               f"{sorted({e['code'] for e in exits})}) and were replaced" if exits else "")
+            + ".")
+
+
+def _one(found, errors, server, peer, fault, cfg, args, folder, lock) -> None:
+    try:
+        found[peer] = run_one(server, peer, fault, cfg, args, folder, lock)
+    except BaseException as exc:  # noqa: BLE001 -- re-raised by main
+        errors.append(exc)
+
+
 # ------------------------------------------------------------------ main
 
 
@@ -499,7 +535,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--observe", type=float, default=45.0,
                         help="seconds after the fault to wait for the jobs to complete")
     parser.add_argument("--quick", action="store_true",
-                        help="smoke run: the restart fault, 4 jobs, 15 s observation")
+                        help="smoke run: the kill fault only, 3 jobs, 3 s observation (too "
+                             "short for either peer's 30 s window: it shows the mechanics)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument("--child", choices=PEERS, help=argparse.SUPPRESS)
     for name in ("url", "schema", "history", "name"):
@@ -510,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
                args.child_name)
         return 0
     if args.quick:
-        args.faults, args.jobs, args.observe = "restart", 4, 15.0
+        args.faults, args.jobs, args.observe = "kill", 3, 3.0
     peers = [p for p in args.peers.split(",") if p]
     faults = [f for f in args.faults.split(",") if f]
     if set(peers) - set(PEERS) or set(faults) - set(FAULTS) or args.jobs < 1 \
@@ -535,13 +572,8 @@ def main(argv: list[str] | None = None) -> int:
             # side (schemas of their own), so the long windows overlap.
             found: dict[str, dict] = {}
             errors: list[BaseException] = []
-
-            def one(peer, fault=fault):
-                try:
-                    found[peer] = run_one(server, peer, fault, cfg, args, folder, lock)
-                except BaseException as exc:  # noqa: BLE001 -- re-raised below
-                    errors.append(exc)
-            threads = [threading.Thread(target=one, args=(p,)) for p in peers]
+            threads = [threading.Thread(target=_one, args=(found, errors, server, p, fault, cfg,
+                                                           args, folder, lock)) for p in peers]
             for t in threads:
                 t.start()
             for t in threads:
@@ -565,7 +597,8 @@ def main(argv: list[str] | None = None) -> int:
                           "job_duration_ms": [300, 1500],
                           "supervisor": "every worker process that exits is replaced"},
            "versions_and_defaults": cfg, "postgresql": server_version,
-           "summary": summary, "runs": results,
+           "summary": summary, "observed": [observed(r, cfg) for r in results],
+           "runs": results,
            "seconds": round(time.monotonic() - started, 1)}
     text = json.dumps(out, indent=2, default=str)
     if args.out is not None:
