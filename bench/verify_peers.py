@@ -81,6 +81,7 @@ FAULTS = ("pause", "kill", "restart")
 # time by `settings()`; these names say where).
 WINDOW = {"procrastinate": "stalled_worker_timeout", "pgqueuer": "heartbeat_timeout"}
 STUCK = {"procrastinate": ("doing",), "pgqueuer": ("picked",)}
+WITNESSES = 2  # witnesses kept per anomaly kind and per check (every job is still listed)
 
 
 def options(schema: str) -> str:
@@ -460,13 +461,17 @@ def analyse(peer, fault, ids, ops, before, after, fleet, codes, cfg, seconds, ho
     stuck = [i for i in ids if status.get(i) in STUCK[peer]]
     dup = [i for i in ids if invoked[i] > 1]
     doubled = [i for i in ids if effects[i] > 1]
+    # Every anomalous job by kind; the witness of the first WITNESSES of each kind.
     anomalies = []
     for kind, jobs_ in (("lost", lost), ("stuck", stuck), ("duplicate", dup),
                         ("doubled-effect", doubled)):
-        for i in jobs_:
+        for i in jobs_[:WITNESSES]:
             anomalies.append({"kind": kind, "job": i, "peer_status": status.get(i),
                               "handler_invocations": invoked[i], "effects": effects[i],
                               "witness": witness(i)})
+    by_check = defaultdict(list)
+    for v in violations:
+        by_check[v.check].append(v)
     return {
         "peer": peer, "fault": fault, "seconds": seconds,
         "fault_detail": nemesis,
@@ -479,8 +484,12 @@ def analyse(peer, fault, ids, ops, before, after, fleet, codes, cfg, seconds, ho
         "effects_committed": sum(effects.values()),
         "worker_exits": fleet.exits, "workers_spawned": fleet.count,
         "stop_exit_codes": codes,
+        "jobs": {"lost": lost, "stuck": stuck, "duplicate": dup, "doubled_effect": doubled},
         "verify_checks": {"run": ["lost (1)", "side-effect (6)"],
-                          "violations": [v.as_dict() for v in violations]},
+                          "violations_per_check": {k: len(v) for k, v in by_check.items()},
+                          "violations_jobs": {k: [x.job for x in v] for k, v in by_check.items()},
+                          "violations": [x.as_dict() for v in by_check.values()
+                                         for x in v[:WITNESSES]]},
         "anomalies": anomalies,
         "tables_before": before, "tables_after": after,
     }
@@ -499,7 +508,7 @@ def observed(r: dict, cfg: dict) -> str:
         what = f"SIGKILL of worker {ev['worker']} while it ran job {ev['job']}"
     else:
         what = (f"immediate PostgreSQL restart ({ev['until'] - ev['started']:.2f} s) while "
-                f"worker {ev['worker']} ran job {ev['job']}")
+                f"worker {ev['worker']} ran job {ev['during_job']}")
     exits = [e for e in r["worker_exits"] if e["code"] != -signal.SIGKILL]
     return (f"{peer} {cfg[peer]['version']}, defaults, {r['workers_spawned'] - len(r['worker_exits'])}"
             f" worker processes: after {what}, and {r['seconds']:g} s in all: "
