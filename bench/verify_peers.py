@@ -43,7 +43,7 @@ peer's own status), so verify's `lost` and `side-effect` checks run on it unchan
 other checks need lease tokens and attempt rows the peers do not have, so they are not run,
 and duplicates and stuck jobs are counted directly.
 
-Prints one JSON document on stdout (and to --out). `--quick`: a smoke run
+Prints one JSON document on stdout (and to --out), with the machine facts. `--quick`: a smoke run
 (both peers, the kill fault only, 3 jobs, 3 s after the kill: shorter than either
 peer's window, so it shows the mechanics, not what a peer does after its window).
 """
@@ -69,6 +69,7 @@ import psycopg
 from psycopg import sql
 
 from cachequeue import sqlfile
+from cachequeue.course.labs import perf
 from cachequeue.embedded import Server
 from cachequeue.verify import checks, history
 
@@ -595,17 +596,17 @@ def main(argv: list[str] | None = None) -> int:
                     "peer", "fault", "submitted", "completed", "lost", "duplicates",
                     "doubled_effects", "stuck")}), file=sys.stderr, flush=True)
         with psycopg.connect(server.url) as conn:
-            server_version = conn.execute("SHOW server_version").fetchone()[0]
+            facts = perf.machine(conn, server.url)
     summary = {p: {f: {k: r[k] for k in ("submitted", "completed", "failed", "lost",
                                           "duplicates", "doubled_effects", "stuck")}
                    for r in results if r["peer"] == p for f in [r["fault"]]} for p in peers}
-    out = {"benchmark": "verify_peers",
+    out = {"benchmark": "verify_peers", "machine": facts,
            "parameters": {"seed": args.seed, "jobs": args.jobs, "workers": args.workers,
                           "peers": peers, "faults": faults, "margin_s": args.margin,
                           "observe_s": args.observe, "quick": args.quick,
                           "job_duration_ms": [300, 1500],
                           "supervisor": "every worker process that exits is replaced"},
-           "versions_and_defaults": cfg, "postgresql": server_version,
+           "versions_and_defaults": cfg,
            "summary": summary, "observed": [observed(r, cfg) for r in results],
            "runs": results,
            "seconds": round(time.monotonic() - started, 1)}
