@@ -55,6 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="faults of each kind (default 2)")
     parser.add_argument("--time-limit", type=float, default=60.0, metavar="S",
                         help="seconds the run may take at most (default 60)")
+    parser.add_argument("--tenants", type=int, default=1, metavar="N",
+                        help="tenants the jobs belong to, in turn (default 1)")
+    parser.add_argument("--tenant-cap", type=int, default=None, metavar="N",
+                        help="claim fairly with at most N running jobs per tenant, and check it")
     parser.add_argument("--keep", default=None, metavar="DIR",
                         help="keep the history, the snapshot and the workers' logs in DIR")
 
@@ -68,11 +72,16 @@ def prepare(args: argparse.Namespace) -> Callable[[], int]:
         raise UsageError(f"--per-kind must be between 0 and 100, got {args.per_kind}")
     if not 0 < args.time_limit <= 3600:
         raise UsageError(f"--time-limit must be in (0, 3600] seconds, got {args.time_limit:g}")
+    if not 1 <= args.tenants <= 1000:
+        raise UsageError(f"--tenants must be between 1 and 1000, got {args.tenants}")
+    if args.tenant_cap is not None and not 1 <= args.tenant_cap <= 1000:
+        raise UsageError(f"--tenant-cap must be between 1 and 1000, got {args.tenant_cap}")
 
     def run() -> int:
         result = driver.run(variant=args.variant, seed=args.seed, jobs=args.jobs,
                             workers=args.workers, faults=args.faults, per_kind=args.per_kind,
-                            time_limit=args.time_limit, workdir=args.keep)
+                            time_limit=args.time_limit, workdir=args.keep,
+                            tenants=args.tenants, tenant_cap=args.tenant_cap)
         json.dump(result, sys.stdout, indent=1, default=str)
         sys.stdout.write("\n")
         return EXIT_VIOLATIONS if result["violations"] else 0

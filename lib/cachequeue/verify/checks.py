@@ -29,9 +29,9 @@ rows, marked `"row": table`) that prove it, nothing else. The checks:
    from when some worker had a free slot and no older expired lease waited before it
    (with `concurrency` given).
 8. `tenant-cap` (with `tenant_cap` given: a run of fair claims with a per-tenant cap): at no
-   instant did one tenant have more than `tenant_cap` attempts open, by the database clock
-   (an attempt is open from its row's start to its row's close, or to the snapshot if it
-   never closed). What the fair claim promises beyond that (each tenant's share, the worst
+   instant did one tenant hold more than `tenant_cap` live leases, by the database clock (a
+   lease is live from its attempt's start until its attempt closed or, at the earliest, its
+   lease ran out; the snapshot's time if neither happened). What the fair claim promises beyond that (each tenant's share, the worst
    wait) depends on the workload's arrival and is not checked here.
 
 Times: leases and attempt rows carry the database clock; operations carry the wall clock
@@ -526,6 +526,9 @@ def _tenant_cap(ix: _Index, cap: int) -> Iterable[Violation]:
     for job_id, rows in ix.attempts.items():
         for row in rows:
             end = row["finished_at"] if row["finished_at"] is not None else ix.snap.get("now")
+            bounds = ix.lease_bounds(row["lease_token"])
+            if bounds is not None and end is not None:
+                end = min(end, bounds[0])  # the cap counts live leases: a lapsed one is out
             edges[tenant_of.get(job_id)].append((row["started_at"], 1, row))
             if end is not None:
                 edges[tenant_of.get(job_id)].append((end, 0, row))  # a close before a start

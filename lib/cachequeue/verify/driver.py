@@ -238,7 +238,8 @@ class _Submitter:
             try:
                 if self.conn is None or self.conn.closed:
                     self.conn = db.connect(SCHEMA, url=self.url)
-                job_id = queue_jobs.submit(self.conn, tenant_id=1, kind=KIND, payload=payload,
+                job_id = queue_jobs.submit(self.conn, tenant_id=payload.get("tenant", 1),
+                                           kind=KIND, payload=payload,
                                            idempotency_key=payload["key"],
                                            max_attempts=self.max_attempts)
             except CONNECTION_ERRORS:  # the server restarting: try again shortly, same key
@@ -278,7 +279,8 @@ def _wait_for_claims(path: Path, workers: int, deadline: float) -> None:
 def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers: int = 4,
         faults: Iterable[str] = FAULTS, per_kind: int = 2, time_limit: float = 60.0,
         fault_window: float | None = None, workdir: str | os.PathLike | None = None,
-        keep: bool = False, server: Server | None = None) -> dict[str, Any]:
+        keep: bool = False, server: Server | None = None, tenants: int = 1,
+        tenant_cap: int | None = None) -> dict[str, Any]:
     """Run one seeded verify run and check it; the result (see the module docstring).
 
     `per_kind` faults of each kind land within the first `fault_window` seconds after the
@@ -288,7 +290,9 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
     timeline of the run (`timeline.png`, the first violation's witness in red). `server` is
     a private server of the caller's (`embedded.Server.private()`) to run on instead of a
     fresh one (several runs in a row; schema `verify` is rebuilt each time); never a
-    server that holds anything else, since the nemesis restarts it.
+    server that holds anything else, since the nemesis restarts it. The jobs belong to
+    `tenants` tenants in turn; `tenant_cap` makes the workers claim fairly with that cap per
+    tenant (`Worker(fair=True, tenant_cap=...)`) and the checker check it (check 8).
     """
     from ..checks import check_choice
 
@@ -297,6 +301,9 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
     check_int(jobs, "jobs", minimum=1, maximum=100_000)
     check_int(workers, "workers", minimum=1, maximum=32)
     check_int(per_kind, "per_kind", minimum=0, maximum=100)
+    check_int(tenants, "tenants", minimum=1, maximum=1000)
+    if tenant_cap is not None:
+        check_int(tenant_cap, "tenant_cap", minimum=1, maximum=1000)
     check_seconds(time_limit, "time_limit")
     faults = tuple(faults)
     for kind in faults:
@@ -318,7 +325,8 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
         cfg = {"history": str(path), "variant": variant, "schema": SCHEMA, "url": server.url,
                "proxy_url": f"postgresql://postgres@127.0.0.1:{proxy.port}/postgres",
                "lease": s.lease, "poll": s.poll, "concurrency": s.concurrency,
-               "batch_wait": s.batch_wait, "policy": s.policy, "seed": seed}
+               "batch_wait": s.batch_wait, "policy": s.policy, "seed": seed,
+               "fair": tenant_cap is not None, "tenant_cap": tenant_cap}
         rec.op("info", "run", variant=variant, seed=seed, jobs=jobs, workers=workers,
                faults=list(faults), lease=s.lease, poll=s.poll)
         fleet = _Fleet(cfg, folder, rec)
@@ -329,7 +337,7 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
             # Most jobs are short; with pauses or partitions on, one in four outlives them
             # (its lease lives on renewals), so that a holder comes back to a running handler.
             long_share = 0.25 if {"pause", "blackhole"} & set(faults) else 0.0
-            payloads = [{"key": f"key-{seed}-{i}",
+            payloads = [{"key": f"key-{seed}-{i}", "tenant": 1 + i % tenants,
                          "work": round(rng.uniform(2.0, 3.0) if rng.random() < long_share
                                        else rng.uniform(0.1, 0.6), 3),
                          "fails": 1 if rng.random() < 0.15 else 0} for i in range(jobs)]
@@ -368,14 +376,15 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
     ops = history.read(path)
     found = checks.check(ops, snap, lease=s.lease, poll=s.poll,
                          policy=instrument_policy(s.policy), slack=s.slack,
-                         concurrency=s.concurrency)
+                         concurrency=s.concurrency, tenant_cap=tenant_cap)
     counts = Counter(op["f"] for op in ops if op["type"] == "info")
     lost_answers = checks.unknowns(ops, snap)
     result = {
         "variant": variant, "seed": seed, "jobs": jobs, "workers": workers,
         "faults": list(faults),
         "settings": {"lease": s.lease, "poll": s.poll, "concurrency": s.concurrency,
-                     "batch_wait": s.batch_wait, "policy": s.policy},
+                     "batch_wait": s.batch_wait, "policy": s.policy, "tenants": tenants,
+                     "tenant_cap": tenant_cap},
         "operations": len(ops),
         "faults_injected": {k: counts[k] for k in ("kill", "pause", "terminate", "restart",
                                                    "blackhole", "delay")}

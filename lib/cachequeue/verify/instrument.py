@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..queue import jobs, registry
+from ..queue import fairness, jobs, registry
 from ..queue.logline import LOGGER
 from ..queue.notify import CONNECTION_ERRORS
 from ..queue.retry import RetryPolicy
@@ -56,25 +56,28 @@ def _reporting(claim: jobs.Claim) -> None:
 
 def install(rec: Recorder) -> None:
     """Wrap the queue's functions in this process so that every call is recorded."""
-    claim_many, finish, finish_many = jobs.claim_many, jobs.finish, jobs.finish_many
+    finish, finish_many = jobs.finish, jobs.finish_many
     fail, release, beat = jobs.fail, jobs.release, registry.beat
 
-    def recorded_claim_many(conn, limit, *, lease=30.0, **kw):
-        call = rec.call()
-        rec.op("invoke", "claim", call=call, limit=limit)
-        try:
-            claims = claim_many(conn, limit, lease=lease, **kw)
-        except CONNECTION_ERRORS as exc:
-            rec.op("unknown", "claim", call=call, error=type(exc).__name__)
-            raise
-        for c in claims:
-            until = c.locked_until.timestamp()
-            _tokens[c.job_id, c.attempt] = str(c.lease_token)
-            rec.op("ok", "claim", call=call, **_claim_fields(c), lease=lease,
-                   **{"from": until - lease, "until": until})
-        if not claims:
-            rec.op("ok", "claim", call=call, job=None)
-        return claims
+    def recording(claim_many):
+        """A claim function (`jobs.claim_many`, `fairness.claim_fair`) that records its claims."""
+        def recorded_claim_many(conn, limit, *, lease=30.0, **kw):
+            call = rec.call()
+            rec.op("invoke", "claim", call=call, limit=limit)
+            try:
+                claims = claim_many(conn, limit, lease=lease, **kw)
+            except CONNECTION_ERRORS as exc:
+                rec.op("unknown", "claim", call=call, error=type(exc).__name__)
+                raise
+            for c in claims:
+                until = c.locked_until.timestamp()
+                _tokens[c.job_id, c.attempt] = str(c.lease_token)
+                rec.op("ok", "claim", call=call, **_claim_fields(c), lease=lease,
+                       **{"from": until - lease, "until": until})
+            if not claims:
+                rec.op("ok", "claim", call=call, job=None)
+            return claims
+        return recorded_claim_many
 
     def reporting(f: str, pairs: list[jobs.Claim], run, outcome, extra=None):
         call = rec.call()
@@ -146,7 +149,8 @@ def install(rec: Recorder) -> None:
                db_before=before, db_after=after)
         return held
 
-    jobs.claim_many = recorded_claim_many
+    jobs.claim_many = recording(jobs.claim_many)
+    fairness.claim_fair = recording(fairness.claim_fair)  # what Worker(fair=True) calls
     jobs.finish, jobs.finish_many = recorded_finish, recorded_finish_many
     jobs.fail, jobs.release = recorded_fail, recorded_release
     registry.beat = recorded_beat

@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
                     concurrency=cfg["concurrency"], lease=cfg["lease"], poll=cfg["poll"],
                     shutdown_timeout=cfg.get("shutdown_timeout", 0.5),
                     policy=instrument.RecordingPolicy(**cfg["policy"]),
-                    batch_wait=cfg["batch_wait"], rng=random.Random(cfg["seed"]))
+                    batch_wait=cfg["batch_wait"], rng=random.Random(cfg["seed"]),
+                    fair=cfg.get("fair", False), tenant_cap=cfg.get("tenant_cap"))
 
     def stop() -> None:
         if cfg["variant"] == "reset-on-shutdown":
