@@ -60,6 +60,11 @@ CUSTOM_PARAMETERS = {
 
 _QUERIES = sqlfile.load(__package__, "variants.sql")
 _CUSTOM = sqlfile.load(__package__, "custom.sql")
+_RETURNS = {
+    "claim": "the claim must return the claimed rows of jobs, at least id, tenant_id, kind, "
+             "payload, attempts, lease_token, locked_until and locked_by: RETURNING * does",
+    "finish": "the finish must return id and tenant_id of the job it accepted, nothing for "
+              "a report it refused"}
 _SLOT = "/* the learner's statement */"
 _PARAM = re.compile(r"%\((\w+)\)s")
 _LEADING_COMMENTS = re.compile(r"\A(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/)*", re.DOTALL)
@@ -176,7 +181,8 @@ def write_custom(folder: str | Path, claim: str, finish: str) -> Path:
     path = Path(folder) / CUSTOM_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("-- The custom variant of a verify run (verify.variants.write_custom).\n\n"
-                    f"-- name: claim\n{claim}\n\n-- name: finish\n{finish}\n", encoding="utf-8")
+                    f"-- name: claim\n-- the custom claim\n{claim}\n\n"
+                    f"-- name: finish\n-- the custom finish\n{finish}\n", encoding="utf-8")
     return path
 
 
@@ -212,7 +218,7 @@ def try_custom(conn: psycopg.Connection, claim: str, finish: str) -> None:
                 conn.execute(wrapped[name], params[name]).fetchall()
         except psycopg.Error as exc:
             raise ValueError(f"the {name} statement does not run: "
-                             f"{type(exc).__name__}: {str(exc).strip()}") from None
+                             f"{type(exc).__name__}: {str(exc).strip()}\n({_RETURNS[name]})") from None
 
 
 def _custom_functions(folder: str | Path):
