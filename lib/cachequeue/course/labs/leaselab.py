@@ -28,10 +28,11 @@ from ...verify import driver, history, timeline, variants
 
 __all__ = ["FAULTS", "faults_text", "figure", "run", "witness_lines"]
 
-# The faults that expose a finish without the lease check (a paused holder wakes up after
-# its lease ran out; a partition longer than the lease) and, with four workers of two
-# slots each racing for the same jobs, a claim without FOR UPDATE SKIP LOCKED (with three
-# workers it was caught in two of five seeded runs; with four, in both runs tried).
+# The faults that expose a finish without the lease check: a paused holder wakes up after
+# its lease ran out, a partition outlasts the lease. A claim without FOR UPDATE SKIP LOCKED
+# needs two workers claiming one job at the same moment, which no fault forces: four workers
+# of two slots each make it likelier (caught in 2 of 3 seeded runs tried; with three
+# workers, in 2 of 5), not certain.
 FAULTS = ("pause", "blackhole")
 
 
