@@ -10,13 +10,15 @@
 `try_custom`, so that a statement the server refuses fails at once, not after a whole
 run), writes them to a run folder and runs `verify.driver.run(variant="custom")` there:
 real worker processes on a private throw-away server, under the seeded faults `faults`.
-The folder (history, snapshot, workers' logs, timeline) is a temporary one unless
-`folder` is given; `result["folder"]` says where it is.
+The folder (history, snapshot, workers' logs, timeline) is a temporary one, deleted when
+the process exits, unless `folder` is given; `result["folder"]` says where it is.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -44,7 +46,10 @@ def run(claim: str, finish: str, *, seed: int = 1, jobs: int = 12, workers: int 
     with `shortest` (the violation with the shortest witness, or None) and `folder`."""
     if conn is not None:
         variants.try_custom(conn, claim, finish)
-    folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="cq-lab-"))
+    if folder is None:  # a temporary folder, deleted when this process exits
+        folder = Path(tempfile.mkdtemp(prefix="cq-lab-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    folder = Path(folder)
     variants.write_custom(folder, claim, finish)
     result = driver.run(variant=variants.CUSTOM, seed=seed, jobs=jobs, workers=workers,
                         faults=tuple(faults), per_kind=per_kind, time_limit=time_limit,
