@@ -75,6 +75,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "views.scrapes": ("08",),
     "views.timeline": ("06",),
     "labs.capstone": ("11",),
+    "labs.leaselab": ("06",),
     "labs.minute": ("08",),
     "labs.opsday": ("08",),
     "labs.perf": ("10",),

@@ -13,6 +13,15 @@ prevents:
   pgqueuer's batches do;
 - `heartbeat-after-expiry`: the heartbeat renews a lease that already ran out.
 
+And one variant that is not ours: `custom`, a claim and a finish written by someone else
+(the learner's lab of chapter 06), given as SQL text. `write_custom(folder, claim, finish)`
+checks the two statements and writes them to `custom.sql` in the run's folder; the run's
+worker processes load them from there (`install("custom", folder=...)`). SQL text, not
+Python functions: text crosses into a child process, a notebook's function does not. Each
+statement is an `UPDATE jobs ... RETURNING` (or `WITH ... UPDATE jobs ... RETURNING`) with
+the real statements' parameter names; `sql/custom.sql` wraps it in the attempt rows and the
+result row the real statements keep (see `CUSTOM_PARAMETERS`).
+
 `install(variant)` swaps the mutant's functions into `queue.jobs` / `queue.registry` of the
 CURRENT process, where the real `queue.Worker` calls them: only ever in a verify run's own
 worker processes (`verify.workerproc`), never in a process that serves anything else.
@@ -20,7 +29,9 @@ worker processes (`verify.workerproc`), never in a process that serves anything 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -30,15 +41,33 @@ from ..checks import check_choice
 from ..queue import jobs, registry
 from ..queue.limits import check_kinds, check_lease, to_json
 
-__all__ = ["MUTANTS", "REAL", "VARIANTS", "claim_read", "install", "on_shutdown",
-           "read_candidates"]
+__all__ = ["CUSTOM", "CUSTOM_FILE", "CUSTOM_PARAMETERS", "MUTANTS", "REAL", "VARIANTS",
+           "check_custom", "claim_read", "install", "load_custom", "on_shutdown",
+           "read_candidates", "try_custom", "write_custom"]
 
 REAL = "real"
 MUTANTS = ("no-token-check", "read-then-claim", "reset-on-shutdown", "unfenced-batch",
            "heartbeat-after-expiry")
-VARIANTS = (REAL, *MUTANTS)
+CUSTOM = "custom"
+VARIANTS = (REAL, *MUTANTS, CUSTOM)
+CUSTOM_FILE = "custom.sql"
+# statement: (the parameters it must use, the ones it may use), named as in the real
+# statements (queue/sql/queries.sql: claim, finish).
+CUSTOM_PARAMETERS = {
+    "claim": ({"limit", "lease"}, {"limit", "lease", "worker", "kinds"}),
+    "finish": ({"job_id"}, {"job_id", "lease_token", "output"}),
+}
 
 _QUERIES = sqlfile.load(__package__, "variants.sql")
+_CUSTOM = sqlfile.load(__package__, "custom.sql")
+_RETURNS = {
+    "claim": "the claim must return the claimed rows of jobs, at least id, tenant_id, kind, "
+             "payload, attempts, lease_token, locked_until and locked_by: RETURNING * does",
+    "finish": "the finish must return id and tenant_id of the job it accepted, nothing for "
+              "a report it refused"}
+_SLOT = "/* the learner's statement */"
+_PARAM = re.compile(r"%\((\w+)\)s")
+_LEADING_COMMENTS = re.compile(r"\A(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/)*", re.DOTALL)
 
 
 def _finish_many_by(name: str):
@@ -98,9 +127,132 @@ def _beat_after_expiry(conn: psycopg.Connection, name: str, claims: Iterable[job
     return set(row[0])
 
 
-def install(variant: str) -> None:
-    """Put `variant`'s functions in place in this process (nothing for the real queue)."""
+def check_custom(claim: str, finish: str) -> tuple[str, str]:
+    """The learner's two statements, checked as text (stripped of a final `;`): each one
+    statement, an UPDATE (or WITH ... UPDATE) with a RETURNING clause, using only the
+    parameters of `CUSTOM_PARAMETERS` and at least the required ones. Anything else is a
+    TypeError or ValueError that says what is wrong."""
+    checked = []
+    for name, text in (("claim", claim), ("finish", finish)):
+        if not isinstance(text, str):
+            raise TypeError(f"the {name} statement must be SQL text (a str), got "
+                            f"{type(text).__name__}")
+        sql = text.strip().rstrip(";").strip()
+        body = _LEADING_COMMENTS.sub("", sql)
+        if not body:
+            raise ValueError(f"the {name} statement is empty")
+        if ";" in _without_literals(sql):
+            raise ValueError(f"the {name} statement must be ONE statement (it has a ';' inside)")
+        first = body.split(None, 1)[0].upper()
+        if first not in ("UPDATE", "WITH"):
+            raise ValueError(f"the {name} statement must be an UPDATE of jobs (or WITH ... "
+                             f"UPDATE), it starts with {first!r}")
+        if not re.search(r"\bRETURNING\b", sql, re.IGNORECASE):
+            raise ValueError(f"the {name} statement needs a RETURNING clause: the {name}ed "
+                             "rows are what it returns")
+        used = set(_PARAM.findall(sql))
+        required, allowed = CUSTOM_PARAMETERS[name]
+        if used - allowed:
+            raise ValueError(f"the {name} statement uses unknown parameters "
+                             f"{sorted(used - allowed)}; it may use {sorted(allowed)}")
+        if required - used:
+            raise ValueError(f"the {name} statement must use the parameters "
+                             f"{sorted(required - used)} (as %(name)s)")
+        if _SLOT in sql:
+            raise ValueError(f"the {name} statement may not contain {_SLOT!r}")
+        checked.append(sql)
+    return checked[0], checked[1]
+
+
+def _without_literals(sql: str) -> str:
+    """`sql` without its string literals and comments (a ';' in them is no statement end)."""
+    return re.sub(r"'(?:[^']|'')*'|--[^\n]*|/\*.*?\*/", "", sql, flags=re.DOTALL)
+
+
+def _wrapped(claim: str, finish: str) -> tuple[str, str]:
+    return (_CUSTOM["custom_claim"].sql.replace(_SLOT, claim),
+            _CUSTOM["custom_finish"].sql.replace(_SLOT, finish))
+
+
+def write_custom(folder: str | Path, claim: str, finish: str) -> Path:
+    """Check the two statements (`check_custom`) and write them to `folder`/custom.sql,
+    where a run's workers of variant `custom` load them; the file's path."""
+    claim, finish = check_custom(claim, finish)
+    path = Path(folder) / CUSTOM_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("-- The custom variant of a verify run (verify.variants.write_custom).\n\n"
+                    f"-- name: claim\n-- the custom claim\n{claim}\n\n"
+                    f"-- name: finish\n-- the custom finish\n{finish}\n", encoding="utf-8")
+    return path
+
+
+def load_custom(folder: str | Path) -> tuple[str, str]:
+    """The two statements of `folder`/custom.sql, checked again (the file may have been
+    edited by hand)."""
+    path = Path(folder) / CUSTOM_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"variant {CUSTOM!r} needs its statements in {path}: write them "
+                                "with verify.variants.write_custom(folder, claim, finish) and "
+                                "run in that folder (driver.run(workdir=folder), or "
+                                "cachequeue verify --keep folder)")
+    queries = sqlfile.parse(path.read_text(encoding="utf-8"), str(path))
+    if set(queries) != {"claim", "finish"}:
+        raise ValueError(f"{path} must hold exactly the queries claim and finish, "
+                         f"it has {sorted(queries)}")
+    return check_custom(queries["claim"].sql, queries["finish"].sql)
+
+
+def try_custom(conn: psycopg.Connection, claim: str, finish: str) -> None:
+    """Run both statements once, wrapped as a run runs them, on `conn`'s schema (which has
+    the queue's tables), inside a transaction that is rolled back: a statement the server
+    refuses, or one that returns the wrong columns, is a ValueError with the server's
+    message, before any run starts."""
+    claim, finish = check_custom(claim, finish)
+    wrapped = dict(zip(("claim", "finish"), _wrapped(claim, finish), strict=True))
+    params = {"claim": {"limit": 1, "lease": 1.0, "worker": "try", "kinds": None},
+              "finish": {"job_id": -1, "lease_token": "00000000-0000-0000-0000-000000000000",
+                         "output": "{}"}}
+    for name in ("claim", "finish"):
+        try:
+            with conn.transaction(force_rollback=True):
+                conn.execute(wrapped[name], params[name]).fetchall()
+        except psycopg.Error as exc:
+            raise ValueError(f"the {name} statement does not run: "
+                             f"{type(exc).__name__}: {str(exc).strip()}\n({_RETURNS[name]})") from None
+
+
+def _custom_functions(folder: str | Path):
+    claim_sql, finish_sql = _wrapped(*load_custom(folder))
+
+    def claim_many(conn: psycopg.Connection, limit: int, *, lease: float = 30.0,
+                   kinds: Iterable[str] | None = None,
+                   worker: str | None = None) -> list[jobs.Claim]:
+        conn.execute(_CUSTOM["custom_give_up"].sql)
+        rows = conn.execute(claim_sql, {"limit": limit, "lease": check_lease(lease),
+                                        "kinds": check_kinds(kinds), "worker": worker}).fetchall()
+        return [jobs.Claim(*row) for row in rows]
+
+    def finish_one(conn: psycopg.Connection, claim: jobs.Claim, output: Any) -> bool:
+        row = conn.execute(finish_sql, {"job_id": claim.job_id, "lease_token": claim.lease_token,
+                                        "output": to_json(output, "output")}).fetchone()
+        return row[0] == 1
+
+    def finish_many(conn: psycopg.Connection,
+                    results: Iterable[tuple[jobs.Claim, Any]]) -> list[bool]:
+        # One statement per job, each on its own lease (the learner's finish is for one job).
+        return [finish_one(conn, claim, output) for claim, output in results]
+
+    return claim_many, finish_one, finish_many
+
+
+def install(variant: str, *, folder: str | Path | None = None) -> None:
+    """Put `variant`'s functions in place in this process (nothing for the real queue);
+    `custom` loads its statements from `folder` (the run's folder)."""
     check_choice(variant, "variant", VARIANTS)
+    if variant == CUSTOM:
+        if folder is None:
+            raise ValueError(f"variant {CUSTOM!r} needs the run's folder (its {CUSTOM_FILE})")
+        jobs.claim_many, jobs.finish, jobs.finish_many = _custom_functions(folder)
     if variant == "no-token-check":
         jobs.finish_many = _finish_many_by("finish_many_no_token")
         jobs.finish = _finish_by(jobs.finish_many)

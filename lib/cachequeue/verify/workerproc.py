@@ -8,6 +8,7 @@ the queue, through the fault proxy), lease, poll, concurrency, batch_wait, polic
 The handler (`verify_effect`) works `payload.work` seconds, fails its first
 `payload.fails` attempts (a retryable error), then applies its side effect keyed by
 `payload.key` (idempotent, `sql/driver.sql`) unless its lease was lost meanwhile.
+A `custom` worker loads its claim and finish from custom.sql next to the history file.
 SIGTERM stops the worker gracefully (`Worker.stop()`); a `reset-on-shutdown` worker first
 does what that mutant does.
 """
@@ -20,6 +21,7 @@ import random
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 from .. import db, sqlfile
@@ -60,7 +62,7 @@ class _Effects:
 def main(argv: list[str] | None = None) -> int:
     cfg = json.loads((argv if argv is not None else sys.argv[1:])[0])
     rec = Recorder(cfg["history"], cfg["name"])
-    variants.install(cfg["variant"])
+    variants.install(cfg["variant"], folder=Path(cfg["history"]).parent)
     instrument.install(rec)
     instrument.verdicts(rec)
     effects = _Effects(cfg["url"], cfg["schema"], rec)
