@@ -21,6 +21,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from ..verify import driver, variants
 from .base import Command, UsageError
@@ -72,6 +73,15 @@ def prepare(args: argparse.Namespace) -> Callable[[], int]:
         raise UsageError(f"--per-kind must be between 0 and 100, got {args.per_kind}")
     if not 0 < args.time_limit <= 3600:
         raise UsageError(f"--time-limit must be in (0, 3600] seconds, got {args.time_limit:g}")
+    if args.variant == variants.CUSTOM:
+        given = None if args.keep is None else Path(args.keep) / variants.CUSTOM_FILE
+        if given is None or not given.is_file():
+            raise UsageError(f"--variant {variants.CUSTOM} needs --keep DIR with the statements in "
+                             f"DIR/{variants.CUSTOM_FILE} (verify.variants.write_custom writes it)")
+        try:
+            variants.load_custom(Path(args.keep))
+        except (ValueError, TypeError) as exc:
+            raise UsageError(f"{given}: {exc}") from None
     if not 1 <= args.tenants <= 1000:
         raise UsageError(f"--tenants must be between 1 and 1000, got {args.tenants}")
     if args.tenant_cap is not None and not 1 <= args.tenant_cap <= 1000:

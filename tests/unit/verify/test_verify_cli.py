@@ -14,6 +14,9 @@ from cachequeue import cli
     ["verify", "--faults", "kill,flood"],
     ["verify", "--time-limit", "-1"],
     ["verify", "--seed", "x"],
+    ["verify", "--tenants", "0"],
+    ["verify", "--tenant-cap", "0"],
+    ["verify", "--variant", "custom"],
 ])
 def test_bad_arguments_exit_2_with_one_line(argv, capsys):
     assert cli.main(argv) == 2
@@ -28,3 +31,12 @@ def test_the_command_is_registered_with_every_variant(capsys):
     for name in ("no-token-check", "read-then-claim", "reset-on-shutdown", "unfenced-batch",
                  "heartbeat-after-expiry"):
         assert name in text
+
+
+def test_a_custom_variant_needs_its_statements_in_the_kept_folder(tmp_path, capsys):
+    assert cli.main(["verify", "--variant", "custom", "--keep", str(tmp_path)]) == 2
+    assert "custom.sql" in capsys.readouterr().err
+    (tmp_path / "custom.sql").write_text("-- name: claim\nSELECT 1;\n", encoding="utf-8")
+    assert cli.main(["verify", "--variant", "custom", "--keep", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cachequeue verify") and "\n" not in err.strip(), err
