@@ -70,15 +70,50 @@ _PARAM = re.compile(r"%\((\w+)\)s")
 _LEADING_COMMENTS = re.compile(r"\A(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/)*", re.DOTALL)
 
 
+_REAL = {"queries.sql": jobs.query, "registry.sql": sqlfile.load(jobs.__package__, "registry.sql")}
+
+# Each mutant statement is the real one with its safeguards cut out: it differs from the
+# real statement by exactly those words, and follows every other change made to it.
+_MUTANT_STATEMENTS = {
+    # no-token-check: neither the lease token nor its expiry is checked
+    "finish_many_no_token": ("queries.sql", "finish_many", (
+        " AND j.lease_token = g.lease_token", "\n      AND j.locked_until > (SELECT now FROM clock)")),
+    # unfenced-batch: only the job id is checked, as River's and pgqueuer's batches do
+    "finish_many_unfenced": ("queries.sql", "finish_many", (
+        " AND j.lease_token = g.lease_token AND j.state = 'running'\n"
+        "      AND j.locked_until > (SELECT now FROM clock)",)),
+    # heartbeat-after-expiry: a lease that already ran out is renewed too
+    "beat_after_expiry": ("registry.sql", "beat", (
+        "\n      AND j.locked_until > (SELECT now FROM clock)",)),
+}
+
+
+def mutant_sql(name: str) -> str:
+    """The text of mutant statement `name`: its real statement with the safeguards cut out.
+    A safeguard that is not in the real statement exactly once is an error: the mutant
+    would no longer be the real statement minus one safeguard."""
+    file, real, cuts = _MUTANT_STATEMENTS[name]
+    sql = _REAL[file][real].sql
+    for cut in cuts:
+        if sql.count(cut) != 1:
+            raise RuntimeError(f"mutant {name}: {cut.strip()!r} is not once in {real} of "
+                               f"queue/sql/{file}; update verify.variants to match it")
+        sql = sql.replace(cut, "")
+    return sql
+
+
 def _finish_many_by(name: str):
+    statement = mutant_sql(name)
+
     def finish_many(conn: psycopg.Connection, results: Iterable[tuple[jobs.Claim, Any]]) -> list[bool]:
         pairs = list(results)
         if not pairs:
             return []
         ids = [claim.job_id for claim, _ in pairs]
-        row = conn.execute(_QUERIES[name].sql, {
+        row = conn.execute(statement, {
             "job_ids": ids, "lease_tokens": [claim.lease_token for claim, _ in pairs],
-            "outputs": [to_json(output, "output") for _, output in pairs]}).fetchone()
+            "outputs": [to_json(output, "output") for _, output in pairs],
+            "schema": pairs[0][0].schema}).fetchone()
         done = set(row[0])
         return [job_id in done for job_id in ids]
     return finish_many
@@ -120,7 +155,7 @@ def _claim_many_read_then_claim(conn: psycopg.Connection, limit: int, *, lease: 
 def _beat_after_expiry(conn: psycopg.Connection, name: str, claims: Iterable[jobs.Claim],
                        lease: float) -> set:
     claims = list(claims)
-    row = conn.execute(_QUERIES["beat_after_expiry"].sql, {
+    row = conn.execute(mutant_sql("beat_after_expiry"), {
         "name": name, "lease": check_lease(lease), "job_ids": [c.job_id for c in claims],
         "lease_tokens": [c.lease_token for c in claims],
         "schema": claims[0].schema if claims else None}).fetchone()
@@ -227,7 +262,7 @@ def _custom_functions(folder: str | Path):
     def claim_many(conn: psycopg.Connection, limit: int, *, lease: float = 30.0,
                    kinds: Iterable[str] | None = None,
                    worker: str | None = None) -> list[jobs.Claim]:
-        conn.execute(_CUSTOM["custom_give_up"].sql)
+        conn.execute(_QUERIES["give_up_exhausted"].sql)
         rows = conn.execute(claim_sql, {"limit": limit, "lease": check_lease(lease),
                                         "kinds": check_kinds(kinds), "worker": worker}).fetchall()
         return [jobs.Claim(*row) for row in rows]

@@ -59,24 +59,3 @@ refused AS (
       AND rejected_report IS NULL
 )
 SELECT (SELECT count(*) FROM owned) AS finished, current_schema() AS schema;
-
--- name: custom_give_up
--- custom: before the learner's claim, fail the expired leases with no attempt left (as the real claim does on its way).
-WITH exhausted AS (
-    UPDATE jobs
-    SET state = 'failed', finished_at = cq_now(),
-        last_error = 'lease expired on the last attempt (' || (attempts - handbacks)
-                     || ' of ' || max_attempts || ')',
-        lease_token = NULL, locked_until = NULL, locked_by = NULL
-    FROM (SELECT id AS old_id, lease_token AS old_token, locked_until AS old_until
-          FROM jobs
-          WHERE state = 'running' AND locked_until <= cq_now()
-            AND attempts - handbacks >= max_attempts
-          FOR UPDATE SKIP LOCKED) old
-    WHERE jobs.id = old.old_id
-    RETURNING old.old_token, old.old_until
-)
-UPDATE job_attempts a
-SET finished_at = e.old_until, outcome = 'expired', error = 'lease expired'
-FROM exhausted e
-WHERE a.lease_token = e.old_token;
