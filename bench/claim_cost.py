@@ -17,7 +17,6 @@ for the UPDATE; with many finished jobs every access to `jobs` goes through an i
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from pathlib import Path
 
@@ -75,10 +74,7 @@ def main(argv=None):
             db.drop_schema(conn, schema)
     with db.connect() as conn:
         out["machine"] = perf.machine(conn, db.database_url())
-    text = json.dumps(out, indent=2)
-    if args.out is not None:
-        args.out.write_text(text + "\n", encoding="utf-8")
-    print(text)
+    perf.emit(out, args.out)
 
 
 if __name__ == "__main__":

@@ -610,10 +610,7 @@ def main(argv: list[str] | None = None) -> int:
            "summary": summary, "observed": [observed(r, cfg) for r in results],
            "runs": results,
            "seconds": round(time.monotonic() - started, 1)}
-    text = json.dumps(out, indent=2, default=str)
-    if args.out is not None:
-        args.out.write_text(text + "\n", encoding="utf-8")
-    print(text)
+    perf.emit(out, args.out)
     return 0
 
 

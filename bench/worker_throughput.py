@@ -469,10 +469,7 @@ def main(argv: list[str] | None = None) -> int:
         with psycopg.connect(url, autocommit=True) as conn:
             db.drop_schema(conn, schema)
     out["seconds"] = round(time.monotonic() - started, 1)
-    text = json.dumps(out, indent=2)
-    if args.out is not None:
-        args.out.write_text(text + "\n", encoding="utf-8")
-    print(text)
+    perf.emit(out, args.out)
     return 0
 
 

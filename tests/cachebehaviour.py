@@ -59,6 +59,16 @@ class Counting:
         return f"{self.prefix}-{n}"
 
 
+async def refused_while_loading(cache, gate, other):
+    """Start loading "a" through `gate` and, while it runs, ask for "b" through `other`:
+    with max_pending=1 the second is refused (CacheBusy). The first load's task."""
+    first = asyncio.create_task(cache.get_or_load("a", gate, ttl=5))
+    await gate.started.wait()
+    with pytest.raises(CacheBusy):
+        await cache.get_or_load("b", other, ttl=5)
+    return first
+
+
 class CacheBehaviour:
     """The shared promises. Stats used: hits, loads, coalesced, failures, rejected."""
 
@@ -278,10 +288,7 @@ class CacheBehaviour:
         cache, gate = self.make(max_pending=1), GatedLoader(error=Boom())
 
         async def scenario():
-            first = asyncio.create_task(cache.get_or_load("a", gate, ttl=5))
-            await gate.started.wait()
-            with pytest.raises(CacheBusy):
-                await cache.get_or_load("b", gate, ttl=5)
+            first = await refused_while_loading(cache, gate, gate)
             gate.release.set()
             with pytest.raises(Boom):
                 await first

@@ -40,26 +40,28 @@ def _faults(text: str) -> list[str]:
     return kinds
 
 
+# The whole-number options: default and meaning.
+_COUNTS = {
+    "--seed": (1, "the seed of the workload and of the nemesis"),
+    "--jobs": (40, "jobs submitted"),
+    "--workers": (3, "worker processes at once"),
+    "--per-kind": (2, "faults of each kind"),
+    "--tenants": (1, "tenants the jobs belong to, in turn"),
+    "--tenant-cap": (None, "claim fairly with at most N running jobs per tenant, and check it"),
+}
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variant", default=variants.REAL, choices=variants.VARIANTS,
                         help="the real queue (default) or a named mutant")
-    parser.add_argument("--seed", type=int, default=1, metavar="N",
-                        help="the seed of the workload and of the nemesis (default 1)")
-    parser.add_argument("--jobs", type=int, default=40, metavar="N",
-                        help="jobs submitted (default 40)")
-    parser.add_argument("--workers", type=int, default=3, metavar="N",
-                        help="worker processes at once (default 3)")
+    for flag, (default, what) in _COUNTS.items():
+        parser.add_argument(flag, type=int, default=default, metavar="N",
+                            help=what + ("" if default is None else f" (default {default})"))
     parser.add_argument("--faults", type=_faults, default=list(driver.FAULTS),
                         metavar="KIND,...", help="fault kinds to inject, or none (default: all "
                         f"of {','.join(driver.FAULTS)})")
-    parser.add_argument("--per-kind", type=int, default=2, metavar="N",
-                        help="faults of each kind (default 2)")
     parser.add_argument("--time-limit", type=float, default=60.0, metavar="S",
                         help="seconds the run may take at most (default 60)")
-    parser.add_argument("--tenants", type=int, default=1, metavar="N",
-                        help="tenants the jobs belong to, in turn (default 1)")
-    parser.add_argument("--tenant-cap", type=int, default=None, metavar="N",
-                        help="claim fairly with at most N running jobs per tenant, and check it")
     parser.add_argument("--keep", default=None, metavar="DIR",
                         help="keep the history, the snapshot and the workers' logs in DIR")
 

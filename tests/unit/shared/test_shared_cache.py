@@ -18,8 +18,8 @@ import types
 import fakeredis
 import fakeredis._socket._base
 import pytest
+from cachebehaviour import refused_while_loading
 
-from cachequeue.cache import CacheBusy
 from cachequeue.clock import ManualClock
 from cachequeue.course.probes.workload import GatedLoader
 from cachequeue.shared import SharedCache, SharedCacheTimeout
@@ -260,10 +260,7 @@ def test_degraded_loads_are_capped_by_max_pending_too(make, server):
     gate, other = GatedLoader("a"), GatedLoader("b")
 
     async def scenario():
-        a = asyncio.create_task(cache.get_or_load("a", gate, ttl=5))
-        await gate.started.wait()
-        with pytest.raises(CacheBusy):
-            await cache.get_or_load("b", other, ttl=5)
+        a = await refused_while_loading(cache, gate, other)
         gate.release.set()
         return await a
 

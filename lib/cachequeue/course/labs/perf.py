@@ -34,6 +34,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -79,6 +80,15 @@ def load(name: str) -> dict[str, Any]:
         raise ValueError(f"no recorded run {name!r}; recorded: {recorded()}")
     path = resources.files("cachequeue.course") / "data" / "bench" / f"{name}.json"
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def emit(document: dict[str, Any], out: Path | None = None) -> None:
+    """A benchmark's run as the scripts in bench/ give it: one JSON document on stdout, and
+    in `out` too when given (how data/bench/*.json is recorded)."""
+    text = json.dumps(document, indent=2, default=str)
+    if out is not None:
+        Path(out).write_text(text + "\n", encoding="utf-8")
+    print(text)
 
 
 # ------------------------------------------------------------------ arithmetic
