@@ -40,21 +40,23 @@ def _faults(text: str) -> list[str]:
     return kinds
 
 
-# The whole-number options: default and meaning.
+# The whole-number options: default, meaning, and the range prepare() holds them to (None:
+# any whole number; a default of None: the option may be left out).
 _COUNTS = {
-    "--seed": (1, "the seed of the workload and of the nemesis"),
-    "--jobs": (40, "jobs submitted"),
-    "--workers": (3, "worker processes at once"),
-    "--per-kind": (2, "faults of each kind"),
-    "--tenants": (1, "tenants the jobs belong to, in turn"),
-    "--tenant-cap": (None, "claim fairly with at most N running jobs per tenant, and check it"),
+    "--seed": (1, "the seed of the workload and of the nemesis", None),
+    "--jobs": (40, "jobs submitted", (1, 100_000)),
+    "--workers": (3, "worker processes at once", (1, 32)),
+    "--per-kind": (2, "faults of each kind", (0, 100)),
+    "--tenants": (1, "tenants the jobs belong to, in turn", (1, 1000)),
+    "--tenant-cap": (None, "claim fairly with at most N running jobs per tenant, and check it",
+                     (1, 1000)),
 }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variant", default=variants.REAL, choices=variants.VARIANTS,
                         help="the real queue (default) or a named mutant")
-    for flag, (default, what) in _COUNTS.items():
+    for flag, (default, what, _) in _COUNTS.items():
         parser.add_argument(flag, type=int, default=default, metavar="N",
                             help=what + ("" if default is None else f" (default {default})"))
     parser.add_argument("--faults", type=_faults, default=list(driver.FAULTS),
@@ -67,12 +69,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def prepare(args: argparse.Namespace) -> Callable[[], int]:
-    if not 1 <= args.jobs <= 100_000:
-        raise UsageError(f"--jobs must be between 1 and 100000, got {args.jobs}")
-    if not 1 <= args.workers <= 32:
-        raise UsageError(f"--workers must be between 1 and 32, got {args.workers}")
-    if not 0 <= args.per_kind <= 100:
-        raise UsageError(f"--per-kind must be between 0 and 100, got {args.per_kind}")
+    for flag, (_, _, bounds) in _COUNTS.items():
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if bounds is not None and value is not None and not bounds[0] <= value <= bounds[1]:
+            raise UsageError(f"{flag} must be between {bounds[0]} and {bounds[1]}, got {value}")
     if not 0 < args.time_limit <= 3600:
         raise UsageError(f"--time-limit must be in (0, 3600] seconds, got {args.time_limit:g}")
     if args.variant == variants.CUSTOM:
@@ -84,10 +84,6 @@ def prepare(args: argparse.Namespace) -> Callable[[], int]:
             variants.load_custom(Path(args.keep))
         except (ValueError, TypeError) as exc:
             raise UsageError(f"{given}: {exc}") from None
-    if not 1 <= args.tenants <= 1000:
-        raise UsageError(f"--tenants must be between 1 and 1000, got {args.tenants}")
-    if args.tenant_cap is not None and not 1 <= args.tenant_cap <= 1000:
-        raise UsageError(f"--tenant-cap must be between 1 and 1000, got {args.tenant_cap}")
 
     def run() -> int:
         result = driver.run(variant=args.variant, seed=args.seed, jobs=args.jobs,

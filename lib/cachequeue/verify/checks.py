@@ -534,7 +534,7 @@ def _tenant_cap(ix: _Index, cap: int) -> Iterable[Violation]:
                 edges[tenant_of.get(job_id)].append((end, 0, row))  # a close before a start
     for tenant, events in edges.items():
         open_rows: dict[str, dict] = {}
-        for _at, starts, row in sorted(events, key=lambda e: (e[0], e[1])):
+        for _, starts, row in sorted(events, key=lambda e: e[:2]):
             if not starts:
                 open_rows.pop(row["lease_token"], None)
                 continue

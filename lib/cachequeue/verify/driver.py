@@ -326,7 +326,7 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
                "proxy_url": f"postgresql://postgres@127.0.0.1:{proxy.port}/postgres",
                "lease": s.lease, "poll": s.poll, "concurrency": s.concurrency,
                "batch_wait": s.batch_wait, "policy": s.policy, "seed": seed,
-               "fair": tenant_cap is not None, "tenant_cap": tenant_cap}
+               "tenant_cap": tenant_cap}
         rec.op("info", "run", variant=variant, seed=seed, jobs=jobs, workers=workers,
                faults=list(faults), lease=s.lease, poll=s.poll)
         fleet = _Fleet(cfg, folder, rec)

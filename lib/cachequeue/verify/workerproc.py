@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                     shutdown_timeout=cfg.get("shutdown_timeout", 0.5),
                     policy=instrument.RecordingPolicy(**cfg["policy"]),
                     batch_wait=cfg["batch_wait"], rng=random.Random(cfg["seed"]),
-                    fair=cfg.get("fair", False), tenant_cap=cfg.get("tenant_cap"))
+                    fair=cfg.get("tenant_cap") is not None, tenant_cap=cfg.get("tenant_cap"))
 
     def stop() -> None:
         if cfg["variant"] == "reset-on-shutdown":
