@@ -6,7 +6,8 @@ prevents:
 
 - `no-token-check`: finish by job id and state only (no lease token, no expiry);
 - `read-then-claim`: SELECT the runnable jobs, then UPDATE them, with no FOR UPDATE SKIP
-  LOCKED and no re-check: two workers can take the same job;
+  LOCKED and no re-check: two workers can take the same job (and in a run they do: each
+  worker's first read waits for a second worker's before claiming, see `_rendezvous`);
 - `reset-on-shutdown`: a worker told to stop (SIGTERM) sets every running job back to
   pending, everyone else's included;
 - `unfenced-batch`: the batched completion checks only the job id, as River's and
@@ -29,7 +30,10 @@ worker processes (`verify.workerproc`), never in a process that serves anything 
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -146,10 +150,42 @@ def claim_read(conn: psycopg.Connection, read: list[tuple], *, lease: float,
     return [jobs.Claim(*row) for row in rows]
 
 
+# read-then-claim's race is made certain, not left to timing: a worker's first non-empty
+# read waits (up to RENDEZVOUS_WAIT seconds) until a second worker has read too, and only then
+# do both claim what they read, which is the same jobs.
+RENDEZVOUS_WAIT = 5.0
+_RENDEZVOUS_POLL = 0.01
+_first_read = threading.Event()
+
+
+def _rendezvous(conn: psycopg.Connection) -> int:
+    """Wait between the read and the claim until another worker of this schema has reached
+    this point too (or RENDEZVOUS_WAIT has passed); the number of workers seen there.
+
+    A worker that arrives names its session (application_name, which every session sees in
+    pg_stat_activity) and keeps the name: the barrier counts arrivals, so the first to see
+    two and go on cannot leave the other waiting for a count that has dropped."""
+    # pg_stat_activity keeps 63 bytes of a name: a digest of the schema keeps it short.
+    schema = conn.execute("SELECT current_schema()").fetchone()[0]
+    name = "cq-read-then-claim:" + hashlib.sha1(schema.encode()).hexdigest()[:16]
+    conn.execute(_QUERIES["rendezvous_join"].sql, {"name": name})
+    deadline = time.monotonic() + RENDEZVOUS_WAIT
+    while True:
+        conn.execute(_QUERIES["rendezvous_fresh"].sql)
+        seen = conn.execute(_QUERIES["rendezvous_count"].sql, {"name": name}).fetchone()[0]
+        if seen >= 2 or time.monotonic() >= deadline:
+            return seen
+        time.sleep(_RENDEZVOUS_POLL)
+
+
 def _claim_many_read_then_claim(conn: psycopg.Connection, limit: int, *, lease: float = 30.0,
                                 kinds: Iterable[str] | None = None,
                                 worker: str | None = None) -> list[jobs.Claim]:
-    return claim_read(conn, read_candidates(conn, limit, kinds), lease=lease, worker=worker)
+    read = read_candidates(conn, limit, kinds)
+    if read and not _first_read.is_set():
+        _first_read.set()
+        _rendezvous(conn)
+    return claim_read(conn, read, lease=lease, worker=worker)
 
 
 def _beat_after_expiry(conn: psycopg.Connection, name: str, claims: Iterable[jobs.Claim],

@@ -34,6 +34,19 @@ WHERE (state = 'pending' AND run_after <= cq_now()
 ORDER BY run_after, id
 LIMIT %(limit)s;
 
+-- name: rendezvous_join
+-- read-then-claim, the race made certain: a worker that has read its first jobs names its
+-- session (application_name, seen by every session in pg_stat_activity) for the rest of it.
+SELECT set_config('application_name', %(name)s, false);
+
+-- name: rendezvous_fresh
+-- read-then-claim: forget this transaction's copy of pg_stat_activity (kept until its end).
+SELECT pg_stat_clear_snapshot();
+
+-- name: rendezvous_count
+-- read-then-claim: how many workers are waiting between their read and their claim now.
+SELECT count(*) FROM pg_stat_activity WHERE application_name = %(name)s;
+
 -- name: claim_read
 -- read-then-claim, step 2: take the jobs read in step 1 without checking they are still runnable.
 WITH clock AS MATERIALIZED (
