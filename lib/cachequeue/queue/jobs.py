@@ -173,8 +173,11 @@ def claim_many(conn: psycopg.Connection, limit: int, *, lease: float = 30.0,
     lease token and locked_until = cq_now() + lease, and an attempt row, in the same
     statement. Expired leases with no attempts left are failed on the way. An empty list
     means "nothing claimable now", not "all done". On its own (autocommit) the claim commits
-    without waiting for the disk: lost in a crash, it is an expired lease, and the next
-    finish or fail makes it durable. Inside a caller's transaction nothing changes.
+    without waiting for the disk: a claim lost in a crash never happened (the job is
+    runnable again at once, as before it, and its attempt row is gone, so the next claim
+    takes the same attempt number with a new token); the holder's finish or fail, a later
+    durable commit, makes the claim durable with it. Inside a caller's transaction nothing
+    changes.
     """
     params = {"limit": check_int(limit, "limit", minimum=1), "lease": check_lease(lease),
               "kinds": check_kinds(kinds), "worker": check_text(worker, "worker", optional=True),
