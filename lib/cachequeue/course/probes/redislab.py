@@ -78,6 +78,7 @@ def counter_loss(conn: psycopg.Connection, fences: Any, resource: str
                 raise AssertionError(f"B's first write to {resource!r} was refused")
             volatile.stop()
             volatile.start()  # no persistence: the lock and its counter are gone
+            client.connection_pool.disconnect()  # its sockets went with the old process
             c = lock.acquire()
             by_c = fenced_write(conn, resource, c.fence, {"summary": "C：现在的持有者"})
             by_b = fenced_write(conn, resource, b.fence, {"summary": "B：锁已随 Redis 丢失"})

@@ -9,8 +9,8 @@ one in its place), SIGKILL one while a finished job's result waits for the compl
 batch (at its `batching` line the worker is frozen with SIGSTOP, the job checked to be
 still unwritten, then killed: between the handler's return and the flush, so only the
 acknowledgement is lost and the job must run again), SIGSTOP a worker in the
-middle of a long job for longer than its lease (then SIGCONT, once another worker has
-taken the job over: its late report must be refused), restart the server. `batch` / `batch_wait` are the workers' `--batch` and
+middle of a long job (the first worker to start one) for longer than its lease (then
+SIGCONT, once another worker has taken the job over: its late report must be refused), restart the server. `batch` / `batch_wait` are the workers' `--batch` and
 `--batch-wait` (`batch=1`: every finish its own commit, and no flush kills). When every job is
 done (or `time_limit` passed) it stops the workers with SIGTERM and returns a JSON-able
 dict: the plan carried out, the workers' exit statuses, what their logs counted, and the
@@ -29,6 +29,7 @@ import contextlib
 import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -151,9 +152,10 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
                     elif action in ("kill", "flushkill"):
                         victim, batched = rng.choice(live), None
                         if action == "kill":
-                            _at_started(victim, None, wait)
-                        elif (caught := _at_batching(fleet, live, server.url, wait)) is not None:
-                            victim, batched = caught
+                            _at_started(victim, wait)
+                        elif (caught := _freeze_at(fleet, live, server.url, wait,
+                                                   "batching")) is not None:
+                            victim, batched = caught[0], caught[1]["job"]
                         victim.kill()
                         victim.wait()
                         if batched is not None and _not_done(server.url, batched):
@@ -163,9 +165,15 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
                         generation[slot] += 1
                         live.append(fleet.start(f"{slot}.{generation[slot]}", **options))
                     else:
-                        victim = rng.choice(live)
-                        event = _at_started(victim, long_jobs, wait)
-                        victim.pause()
+                        # Frozen inside a long job, so that its report comes after the lease
+                        # (an idle worker only if no long job started for a while).
+                        caught = _freeze_at(fleet, live, server.url, wait, "started",
+                                            lambda e: e.get("job") in long_jobs)
+                        if caught is None:
+                            victim, event = rng.choice(live), None
+                            victim.pause()
+                        else:
+                            victim, event = caught
                         live.remove(victim)
                         # Past its lease at the earliest; then as soon as its job was taken
                         # over (so its report comes late for sure), or after `wait` more.
@@ -243,24 +251,24 @@ def _taken_over(url: str, job_id: int, attempt: int) -> bool:
         return False
 
 
-def _at_started(worker: WorkerProcess, among: set[int] | None,
-                wait: float) -> dict[str, Any] | None:
-    """Wait (up to `wait` s) for the worker's next 'started' (of one of `among`, if given)
-    and return it; None on a timeout, after which the caller acts anyway (an idle worker
-    can be killed or paused as well)."""
+def _at_started(worker: WorkerProcess, wait: float) -> dict[str, Any] | None:
+    """Wait (up to `wait` s) for the worker's next 'started' and return it; None on a
+    timeout, after which the caller acts anyway (an idle worker can be killed as well)."""
     with contextlib.suppress(TimeoutError):
-        return worker.wait_for("started", wait, after=len(worker.events),
-                               where=None if among is None else lambda e: e.get("job") in among)
+        return worker.wait_for("started", wait, after=len(worker.events))
     return None
 
 
-def _at_batching(fleet: Fleet, live: list[WorkerProcess], url: str, wait: float,
-                 tries: int = 20) -> tuple[WorkerProcess, int] | None:
-    """Wait for the next 'batching' line of any live worker (a result now waits for the
-    flush), freeze that worker (SIGSTOP: it can send no flush now) and look: if the job is
-    still not done, return (worker, job), the worker still frozen, for the kill. Else let
-    it go on (SIGCONT) and wait for the next batch. None after `tries` batches, or when no
-    worker opened a batch for `wait` seconds."""
+def _freeze_at(fleet: Fleet, live: list[WorkerProcess], url: str, wait: float, event: str,
+               where: Callable[[dict[str, Any]], bool] | None = None,
+               tries: int = 20) -> tuple[WorkerProcess, dict[str, Any]] | None:
+    """Wait for the next `event` line (that `where` accepts) of any live worker, freeze that
+    worker (SIGSTOP) and look: if the line's job is still not done, return (worker, line),
+    the worker still frozen. Else let it go on (SIGCONT) and wait for the next such line.
+    None after `tries` lines, or when no worker wrote one for `wait` seconds.
+
+    'batching' (a result waits for the flush): the frozen worker can send no flush, which a
+    kill then loses. 'started' of a long job: the frozen worker's report of it comes late."""
     seen = {w.name: len(w.events) for w in live}
     for _ in range(tries):
         deadline = time.monotonic() + wait
@@ -268,17 +276,17 @@ def _at_batching(fleet: Fleet, live: list[WorkerProcess], url: str, wait: float,
         with fleet.changed:
             while found is None:
                 for w in live:
-                    hits = w.find("batching", after=seen[w.name])
+                    hits = w.find(event, after=seen[w.name], where=where)
                     if hits:
-                        found = (w, hits[0]["job"])
+                        found = (w, hits[0])
                         break
                 if found is None and not fleet.changed.wait(max(0.0, deadline - time.monotonic())):
                     return None
-        worker, job = found
+        worker, line = found
         worker.pause()
-        if _not_done(url, job):
-            return worker, job
-        worker.resume()  # flushed already: wait for the next batch
+        if _not_done(url, line["job"]):
+            return worker, line
+        worker.resume()  # its job is done already: wait for the next line
         seen = {w.name: len(w.events) for w in live}
     return None
 
