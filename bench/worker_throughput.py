@@ -8,11 +8,11 @@ Throughput: for every (repetition, process count, system) a fresh schema gets `-
 jobs in bulk (not timed). The parent then takes an ACCESS EXCLUSIVE lock on the system's job
 table and starts N worker *processes*, each the system's own long-running worker:
 
-  cachequeue_c1    `cachequeue worker --concurrency 1` (its defaults): one claim statement
-                   per job; results wait in the fenced completion batch (one finish_many
-                   per 100 results or 50 ms, each row checked against its own lease)
-  cachequeue_c10   `cachequeue worker --concurrency 10`: claims up to 10 jobs per statement,
-                   completion batch as above
+  cachequeue_c1    `cachequeue worker --concurrency 1`: one claim statement per job; results
+                   wait in the fenced completion batch (one finish_many per 100 results or
+                   50 ms, each row checked against its own lease)
+  cachequeue_c10   `cachequeue worker` with its defaults (--concurrency 10): claims up to 10
+                   jobs per statement, completion batch as above
   cachequeue_c1_durable
                    `--concurrency 1 --no-batch`: one durable finish (commit) per job
   cachequeue_c1_durable_notify
@@ -46,7 +46,14 @@ Commit ceiling: `pgbench -N` (three statements and one durable commit per transa
 the same client counts, `--pgbench-seconds` each, in a schema of its own; `share_of_pgbench`
 is each system's jobs/s over pgbench's transactions/s at that count.
 
-Prints one JSON document on stdout (and to --out), with the machine facts. Only a local
+Targets (issue 20), each evaluated in `targets` with the figures it rests on: the defaults
+(cachequeue_c10) >= pgqueuer's default (b10) and >= 2x procrastinate's at every process
+count; the durable mode (cachequeue_c1_durable) >= 1.1x procrastinate and >= 1.1x pgqueuer
+b1; our default's throughput grows from 1 to 2 processes; its submit-to-start
+p50 <= 3 ms and p99 <= 6 ms; its idle worker <= 0.3 transactions/s.
+
+Prints one JSON document on stdout (and to --out), with the machine facts: the load average
+before and after the run (the machine may be shared) and `--note`. Only a local
 server is used (a DATABASE_URL on loopback or a Unix socket; else the embedded one).
 """
 
@@ -85,19 +92,20 @@ SYSTEMS = {
     "pgqueuer_b1": ("pgqueuer", 1, (), False),
     "pgqueuer_b10": ("pgqueuer", 10, (), False),
 }
-DEFAULTS = {"cachequeue": "cachequeue_c1", "procrastinate": "procrastinate_c1",
+DEFAULTS = {"cachequeue": "cachequeue_c10", "procrastinate": "procrastinate_c1",
             "pgqueuer": "pgqueuer_b10"}
 # The queue_throughput system whose set-up (schema, bulk submit, check) a family shares.
 SETUP_AS = {"cachequeue": "ours_b1", "procrastinate": "procrastinate", "pgqueuer": "pgqueuer_b1"}
 TABLE = {"cachequeue": "jobs", "procrastinate": "procrastinate_jobs", "pgqueuer": "pgqueuer"}
 # The targets of issue 20, at every process count: (ours, theirs, ratio at least).
 TARGETS = [
-    ("cachequeue_c1", "pgqueuer_b10", 1.0),  # the defaults against pgqueuer's default
-    ("cachequeue_c1", "procrastinate_c1", 2.0),  # ... and against procrastinate's
+    ("cachequeue_c10", "pgqueuer_b10", 1.0),  # the defaults against pgqueuer's default
+    ("cachequeue_c10", "procrastinate_c1", 2.0),  # ... and against procrastinate's
     ("cachequeue_c1_durable", "procrastinate_c1", 1.1),  # a durable commit per job, like them
     ("cachequeue_c1_durable", "pgqueuer_b1", 1.1),
-    ("cachequeue_c10", "pgqueuer_b10", 1.0),  # like for like: ten jobs per claim
 ]
+LATENCY_TARGET_S = {"p50": 0.003, "p99": 0.006}  # our default's submit-to-start latency
+IDLE_TARGET = 0.3  # transactions/s of one idle worker of ours
 HERE = Path(__file__).resolve().parent
 HERE_SQL = sqlfile.parse((HERE / "worker_throughput.sql").read_text(encoding="utf-8"),
                          "bench/worker_throughput.sql")
@@ -390,9 +398,44 @@ def pgbench(url: str, clients: list[int], seconds: float) -> dict:
 # ------------------------------------------------------------------ main
 
 
-def machine(url: str) -> dict:
+def machine(url: str, note: str | None) -> dict:
     with db.connect() as conn:
-        return perf.machine(conn, url)
+        facts = perf.machine(conn, url)
+    facts["load_average_before"] = [round(x, 2) for x in os.getloadavg()]
+    if note:
+        facts["note"] = note
+    return facts
+
+
+def targets(out: dict) -> dict:
+    """Each target of issue 20 that the run measured: the figures it rests on and whether
+    it holds (see the module docstring)."""
+    rates, found = out["median_jobs_per_second"], {}
+    for a, b, t in TARGETS:
+        if a in rates and b in rates:
+            by_count = out["ratios"][ratio_name(a, b, t)]
+            found[ratio_name(a, b, t)] = {
+                "measured": by_count,
+                "holds": all(r is not None and r >= t for r in by_count.values())}
+    ours = DEFAULTS["cachequeue"]
+    if {"1", "2"} <= set(rates.get(ours, {})):  # no flat line from a global lock
+        one, two = rates[ours]["1"], rates[ours]["2"]
+        found[f"{ours} grows from 1 to 2 processes"] = {
+            "measured": {"1": one, "2": two}, "holds": two > one}
+    if ours in out.get("latency_s", {}):
+        lat = out["latency_s"][ours]
+        found[f"{ours} submit-to-start p50 <= 3 ms and p99 <= 6 ms"] = {
+            "measured": {"p50": lat["p50"], "p99": lat["p99"]},
+            "holds": all(lat[k] <= v for k, v in LATENCY_TARGET_S.items())}
+    if ours in out.get("idle_transactions", {}):
+        idle = out["idle_transactions"][ours]["per_second"]
+        found[f"{ours} idle transactions <= {IDLE_TARGET:g}/s"] = {
+            "measured": idle, "holds": idle <= IDLE_TARGET}
+    return found
+
+
+def ratio_name(a: str, b: str, target: float) -> str:
+    return f"{a} / {b} (target >= {target:g})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -409,6 +452,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds of `pgbench -N` per client count")
     parser.add_argument("--skip-pgbench", action="store_true")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
+    parser.add_argument("--note", help="a remark on the machine, recorded with its facts "
+                                       "(e.g. shared with other jobs)")
     parser.add_argument("--child", choices=list(SYSTEMS), help=argparse.SUPPRESS)
     parser.add_argument("--stamp", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -425,6 +470,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"systems among {list(SYSTEMS)}")
     url = db.database_url()
     qt._check_local(url)
+    facts = machine(url, args.note)  # before the run: the load it starts under
     started = time.monotonic()
     runs = []
     for rep in range(args.reps):
@@ -436,10 +482,10 @@ def main(argv: list[str] | None = None) -> int:
     rates = {s: {str(p): statistics.median(r["rate"] for r in runs
                                            if r["system"] == s and r["processes"] == p)
                  for p in processes} for s in systems}
-    ratios = {f"{a} / {b} (target >= {t:g})": {str(p): qt.ratio(rates[a][str(p)], rates[b][str(p)])
+    ratios = {ratio_name(a, b, t): {str(p): qt.ratio(rates[a][str(p)], rates[b][str(p)])
                                                 for p in processes}
               for a, b, t in TARGETS if a in rates and b in rates}
-    out = {"benchmark": "worker_throughput", "machine": machine(url),
+    out = {"benchmark": "worker_throughput", "machine": facts,
            "parameters": {"jobs": args.jobs, "repetitions": args.reps, "processes": processes,
                           "systems": systems, "latency_samples": args.samples,
                           "idle_windows_s": list(windows)},
@@ -468,6 +514,8 @@ def main(argv: list[str] | None = None) -> int:
     for schema in ("bench_cq", *qt.SCHEMA.values()):
         with psycopg.connect(url, autocommit=True) as conn:
             db.drop_schema(conn, schema)
+    out["targets"] = targets(out)
+    facts["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     out["seconds"] = round(time.monotonic() - started, 1)
     perf.emit(out, args.out)
     return 0

@@ -2,6 +2,9 @@
 
     cachequeue worker --schema ch06 --handlers myapp.jobs:HANDLERS --concurrency 4
 
+`--concurrency` defaults to 10 (CONCURRENCY): up to ten jobs per claim statement and ten
+handlers at once; pass `--concurrency 1` for one job at a time.
+
 `--handlers MODULE:ATTR` names an importable mapping {kind: callable}. The database is
 DATABASE_URL, else the embedded server, as everywhere in the course; `--schema` is a chapter
 name (CACHEQUEUE_SCHEMA_SUFFIX applies, as in `db.connect`). One log line per event goes to
@@ -31,7 +34,14 @@ from ..queue.logline import LOGGER, formatter, log_line, one_line
 from ..queue.worker import BATCH, BATCH_WAIT
 from .base import EXIT_HANDED_BACK, Command, UsageError, import_attribute
 
-__all__ = ["COMMAND", "load_handlers"]
+__all__ = ["COMMAND", "CONCURRENCY", "load_handlers"]
+
+# The command's default --concurrency (the Worker class itself defaults to 1). Ten: a free
+# slot is filled by one claim statement for up to ten jobs, which is what lets the default
+# worker keep up with pgqueuer's default (batch_size=10) in bench/worker_throughput.py;
+# peers' defaults: pgqueuer 10 per dequeue, Sidekiq 7 five threads, procrastinate 1, River
+# none (every queue must set MaxWorkers, 1 to 10,000).
+CONCURRENCY = 10
 
 
 def load_handlers(spec: str) -> Mapping[str, Callable[..., Any]]:
@@ -55,8 +65,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schema", required=True, help="the chapter schema whose jobs to run")
     parser.add_argument("--handlers", required=True, metavar="MODULE:ATTR",
                         help="an importable mapping {kind: callable(payload[, ctx])}")
-    parser.add_argument("--concurrency", type=int, default=1, metavar="N",
-                        help="jobs run at once, each in its own thread (default 1)")
+    parser.add_argument("--concurrency", type=int, default=CONCURRENCY, metavar="N",
+                        help=f"jobs run at once, each in its own thread; up to N are claimed "
+                             f"by one statement (default {CONCURRENCY}, as pgqueuer claims 10 "
+                             f"per statement; Sidekiq runs 5 threads, procrastinate 1, River "
+                             f"has no default. 1 is measurably slower: bench/worker_throughput.py)")
     parser.add_argument("--lease", type=float, default=30.0, metavar="S",
                         help="seconds a claim holds a job unless renewed (default 30)")
     parser.add_argument("--poll", type=float, default=None, metavar="S",

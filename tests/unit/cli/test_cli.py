@@ -91,3 +91,16 @@ def test_a_heartbeat_under_half_the_lease_or_none_is_accepted(heartbeat):
 
     args = cli.build_parser().parse_args(GOOD + ["--lease", "30", "--heartbeat", heartbeat])
     assert callable(worker.prepare(args))  # checked, nothing run, the database untouched
+
+
+def test_the_worker_runs_ten_jobs_at_once_unless_told_otherwise(capsys):
+    from cachequeue.cli.worker import CONCURRENCY
+
+    parser = cli.build_parser()
+    assert CONCURRENCY == 10
+    assert parser.parse_args(GOOD).concurrency == 10
+    assert parser.parse_args(GOOD + ["--concurrency", "1"]).concurrency == 1
+    with pytest.raises(SystemExit):
+        parser.parse_args(["worker", "--help"])
+    helptext = " ".join(capsys.readouterr().out.split())
+    assert "(default 10, as pgqueuer claims 10 per statement;" in helptext

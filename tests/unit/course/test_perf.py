@@ -85,3 +85,15 @@ def test_claim_cost_latency_and_cache_figures():
     assert len(fig.axes[0].patches) == 2
     with pytest.raises(ValueError, match="nothing to plot"):
         perfplots.plot_cache_hits({})
+
+
+def test_targets_table_has_a_short_label_the_figures_and_whether_each_holds():
+    table = perfplots.targets_table({
+        "cachequeue_c10 / pgqueuer_b10 (target >= 1)": {"measured": {"1": 0.9, "2": 2.165},
+                                                        "holds": False},
+        "cachequeue_c10 idle transactions <= 0.3/s": {"measured": 0.2, "holds": True}})
+    assert table.to_dict("index") == {
+        "cachequeue_c10 / pgqueuer_b10 ≥ 1": {"测得": "1: 0.9, 2: 2.165", "达到": False},
+        "cachequeue_c10 空闲事务 ≤ 0.3/s": {"测得": "0.2", "达到": True}}
+    with pytest.raises(TypeError, match="targets must be a mapping"):
+        perfplots.targets_table([("x", 1)])

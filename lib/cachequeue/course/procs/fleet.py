@@ -1,14 +1,15 @@
 """Real worker processes for the notebooks and the chaos run, watched through their log lines.
 
-`Fleet(schema).start("w1", lease=2)` runs `python -m cachequeue worker ...` as a child
-process and returns once the worker logged `ready` (connected, registered, listening). A
-thread per child reads its stderr, line by line, into `events`; `wait_for("started",
-job=7)` blocks until such a line arrives (or raises TimeoutError with the last lines), so a
-notebook acts at the exact moment a handler started, without sleeping. `kill()` (SIGKILL),
-`pause()` / `resume()` (SIGSTOP / SIGCONT) and `terminate()` (SIGTERM) are recorded in
-`Fleet.marks` with their wall-clock time, for the timeline plot. `excerpt("reconnecting")`
-shows a worker's lines of some events with the paths in them made relative to the checkout
-(or cut to their last name), so a committed output reads the same on every machine.
+`Fleet(schema).start("w1", lease=2)` runs `python -m cachequeue worker ... --concurrency 1`
+(one job at a time unless `concurrency=` says otherwise) as a child process and returns
+once the worker logged `ready` (connected, registered, listening). A thread per child
+reads its stderr, line by line, into `events`; `wait_for("started", job=7)` blocks until
+such a line arrives (or raises TimeoutError with the last lines), so a notebook acts at
+the exact moment a handler started, without sleeping. `kill()` (SIGKILL), `pause()` /
+`resume()` (SIGSTOP / SIGCONT) and `terminate()` (SIGTERM) are recorded in `Fleet.marks`
+with their wall-clock time, for the timeline plot. `excerpt("reconnecting")` shows a
+worker's lines of some events with the paths in them made relative to the checkout (or
+cut to their last name), so a committed output reads the same on every machine.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ...queue.logline import parse
 __all__ = ["Fleet", "WorkerProcess", "tidy_paths"]
 
 EFFECT_HANDLERS_SPEC = "cachequeue.course.app.effects:EFFECT_HANDLERS"
+CONCURRENCY = 1  # a fleet's workers run one job at a time unless told otherwise
 _SIGNALS = {signal.SIGKILL: "SIGKILL", signal.SIGSTOP: "SIGSTOP", signal.SIGCONT: "SIGCONT",
             signal.SIGTERM: "SIGTERM", signal.SIGINT: "SIGINT"}
 
@@ -171,10 +173,12 @@ class Fleet:
 
     def command(self, name: str, **options: Any) -> list[str]:
         """The command line of worker `name`: options become flags (lease=2 -> --lease 2;
-        listen=False -> --no-listen)."""
+        listen=False -> --no-listen). `concurrency` is always passed, 1 unless given: the
+        notebooks' timelines and crash experiments are about one job at a time per worker,
+        whatever the command's own default (10)."""
         cmd = [sys.executable, "-m", "cachequeue", "worker", "--schema", self.schema,
                "--handlers", self.handlers, "--name", name]
-        for key, value in options.items():
+        for key, value in {"concurrency": CONCURRENCY, **options}.items():
             if key == "listen":
                 cmd += [] if value else ["--no-listen"]
             else:

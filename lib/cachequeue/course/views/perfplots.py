@@ -1,7 +1,8 @@
 """Figures of chapter 10 (performance and scale), drawn from recorded benchmark runs (`perf.load`).
 
-Each function takes the run's JSON document (or the part named) and returns a Figure with
-Chinese labels (importing `course.fonts` registers the font).
+Each plot function takes the run's JSON document (or the part named) and returns a Figure
+with Chinese labels (importing `course.fonts` registers the font); `targets_table` turns a
+run's `targets` into a short table.
 """
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import pandas as pd
 from matplotlib.figure import Figure
 
 from .fonts import CJK_FONT
 
-__all__ = ["CJK_FONT", "plot_cache_hits", "plot_claim_cost", "plot_latency", "plot_throughput"]
+__all__ = ["CJK_FONT", "plot_cache_hits", "plot_claim_cost", "plot_latency", "plot_throughput",
+           "targets_table"]
 
 _MARKERS = "os^vD<>"
 
@@ -92,3 +95,29 @@ def plot_cache_hits(costs_us: Mapping[str, float]) -> Figure:
     ax.grid(True, axis="x", which="both", alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+_SHORT = {" (target >= ": " ≥ ", "submit-to-start p50 <= 3 ms and p99 <= 6 ms": "启动延迟 p50 ≤ 3 ms、p99 ≤ 6 ms",
+          "grows from 1 to 2 processes": "2 个进程快于 1 个", "idle transactions <= 0.3/s": "空闲事务 ≤ 0.3/s"}
+
+
+def _label(name: str) -> str:
+    for long, brief in _SHORT.items():
+        name = name.replace(long, brief)
+    return name.rstrip(")")
+
+
+def _shown(measured: Any) -> str:
+    if isinstance(measured, Mapping):
+        return ", ".join(f"{key}: {value:g}" for key, value in measured.items())
+    return f"{measured:g}"
+
+
+def targets_table(targets: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per target of a recorded run (bench/worker_throughput.py `targets`): a short
+    Chinese label, the figures measured (one string) and whether it holds."""
+    if not isinstance(targets, Mapping):
+        raise TypeError(f"targets must be a mapping {{name: {{measured, holds}}}}, "
+                        f"got {type(targets).__name__}")
+    return pd.DataFrame({_label(name): {"测得": _shown(t["measured"]), "达到": bool(t["holds"])}
+                         for name, t in targets.items()}).T
