@@ -40,7 +40,7 @@ from typing import Any
 from .. import db
 from ..errors import ConfigurationError
 from .base import Command, UsageError, import_attribute
-from .worker import load_handlers
+from .worker import CONCURRENCY, load_handlers
 
 __all__ = ["COMMAND", "load_factory"]
 
@@ -64,8 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also run N `cachequeue worker` processes (default 0)")
     parser.add_argument("--handlers", default=None, metavar="MODULE:ATTR",
                         help="the workers' handlers (required with --workers)")
-    parser.add_argument("--concurrency", type=int, default=1, metavar="N",
-                        help="jobs each worker runs at once (default 1)")
+    parser.add_argument("--concurrency", type=int, default=CONCURRENCY, metavar="N",
+                        help=f"jobs each worker runs at once (default {CONCURRENCY}, as "
+                             "`cachequeue worker`)")
     parser.add_argument("--shutdown-timeout", type=float, default=10.0, metavar="S",
                         help="after a signal, how long workers may finish before they hand "
                              "jobs back (default 10)")
