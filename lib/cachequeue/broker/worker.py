@@ -49,6 +49,7 @@ from typing import Any
 import nats.errors
 import nats.js.errors
 import psycopg
+from psycopg import sql
 
 from .. import db, embedded_nats
 from ..checks import check_callable, check_instance, check_int, check_seconds, check_text
@@ -110,8 +111,7 @@ class BrokerWorker:
             check_callable(handler, f"handlers[{kind!r}]")
         self.handlers = dict(handlers)
         self.url = url
-        self.connect_db = (connect_db if connect_db is not None
-                           else (lambda: db.connect(self.names.schema)))
+        self.connect_db = connect_db if connect_db is not None else self._connect_schema
         check_callable(self.connect_db, "connect_db")
         self.name = check_text(name, "name", optional=True) or f"{socket.gethostname()}-{os.getpid()}"
         self.concurrency = check_int(concurrency, "concurrency", minimum=1, maximum=256)
@@ -141,6 +141,13 @@ class BrokerWorker:
         self.ready = threading.Event()  # set once the worker fetches (tests, supervisors)
 
     # ------------------------------------------------------------------ control
+
+    def _connect_schema(self) -> psycopg.Connection:
+        """db.connect(schema), the schema created if it is missing (its tables: install)."""
+        conn = db.connect(self.names.schema)
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
+            sql.Identifier(self.names.schema)))
+        return conn
 
     @property
     def stopping(self) -> bool:
@@ -187,18 +194,19 @@ class BrokerWorker:
         self._stopping = asyncio.Event()
         if self._stop_requested:
             self._stopping.set()
+        # The broker first: one that cannot be reached is NatsUnavailable, and nothing else
+        # was started or logged.
+        nc = await embedded_nats.connect(
+            self.url, name=self.name, max_reconnect_attempts=-1,
+            reconnect_time_wait=self.reconnect_wait,
+            disconnected_cb=self._disconnected, reconnected_cb=self._reconnected)
         self._log("starting", stream=self.names.stream, concurrency=self.concurrency,
                   lease=self.lease)
         self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="broker-job")
         self._db_pool = ThreadPoolExecutor(min(self.concurrency + 1, 8),
                                            thread_name_prefix="broker-db")
-        nc = None
         try:
             await self._in_db(fence.install)
-            nc = await embedded_nats.connect(
-                self.url, name=self.name, max_reconnect_attempts=-1,
-                reconnect_time_wait=self.reconnect_wait,
-                disconnected_cb=self._disconnected, reconnected_cb=self._reconnected)
             js = nc.jetstream(timeout=5)
             await streams.ensure(js, self.names, ack_wait=self.lease,
                                  max_deliver=self.retry.max_attempts, replicas=self.replicas)
@@ -212,9 +220,8 @@ class BrokerWorker:
         finally:
             for ctx in list(self._contexts):
                 ctx.halt()
-            if nc is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(nc.close(), 5)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(nc.close(), 5)
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._db_pool.shutdown(wait=True)
             for conn in self._connections:

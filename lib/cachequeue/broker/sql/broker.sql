@@ -64,7 +64,8 @@ SELECT CASE WHEN EXISTS (SELECT 1 FROM done) THEN 'done'
             ELSE 'stale' END;
 
 -- name: record
--- Accept a result only from the newest registered delivery of its message, and only once.
+-- Accept a result only from the newest registered delivery of its message, only once, and
+-- never for a message already recorded as a dead letter.
 -- The register row is locked (FOR UPDATE): a newer delivery that registers meanwhile
 -- waits for this statement, or this one sees its newer count and inserts nothing.
 WITH newest AS (
@@ -75,6 +76,7 @@ WITH newest AS (
 INSERT INTO broker_results (stream, stream_seq, delivery, msg_id, kind, result, worker)
 SELECT %(stream)s, %(seq)s, %(delivery)s, %(msg_id)s, %(kind)s, %(result)s::jsonb, %(worker)s
 WHERE EXISTS (SELECT 1 FROM newest)
+  AND NOT EXISTS (SELECT 1 FROM broker_dead_letters WHERE stream = %(stream)s AND stream_seq = %(seq)s)
 ON CONFLICT (stream, stream_seq) DO NOTHING
 RETURNING stream_seq;
 
