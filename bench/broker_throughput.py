@@ -1,7 +1,8 @@
 """The same no-op jobs on three queues: the PostgreSQL queue, Redis Streams consumer groups, NATS JetStream.
 
 Usage: .venv/bin/python bench/broker_throughput.py [--jobs 2000] [--reps 3] [--processes 1,2,4]
-       [--samples 50] [--idle 4,24] [--systems postgres,redis_streams,jetstream] [--out FILE]
+       [--samples 50] [--idle 4,24] [--systems postgres,redis_streams,jetstream,jetstream_bare]
+       [--out FILE]
 
 Systems (each worker a process of its own, one job at a time):
 
@@ -14,14 +15,17 @@ Systems (each worker a process of its own, one job at a time):
   jetstream      `cachequeue worker --broker nats --concurrency 1` on a private nats-server
                  (JetStream, file store, R1): fetch 1, a fenced result row in PostgreSQL
                  (register the delivery, record the result: two statements), ack_sync
+  jetstream_bare the same stream and consumer read by a bare loop (this script, --child):
+                 fetch 1, the handler, ack_sync; nothing written elsewhere, like
+                 redis_streams: what the broker costs without the fenced result
 
 Throughput: for every (repetition, process count, system), `--jobs` no-op jobs are submitted
 first (not timed), then N worker processes start and are released together: the PostgreSQL
 queue's gate is a lock on its job table (worker_throughput.drain), JetStream's a lock on the
 fence's delivery table (every worker's first fenced write waits for it), Redis's a BLPOP
-on a gate key every consumer blocks on. The run ends at the last completion: the database
+on a gate key every consumer blocks on, the bare JetStream loop's a line on its stdin. The run ends at the last completion: the database
 clock for the two PostgreSQL-backed systems (max finished_at), the consumers' own clock for
-Redis (the last XACK). Medians over interleaved repetitions; rates in jobs/s.
+the bare ones (the last XACK or ack). Medians over interleaved repetitions; rates in jobs/s.
 
 Latency: one idle worker per system, `--samples` jobs one at a time (each after the previous
 one started, plus a random pause up to 0.2 s): handler start (time.time() in the worker)
@@ -29,8 +33,8 @@ minus the moment before the submit call (time.time() here); p50, p99, max.
 
 Idle cost: what an idle worker makes its servers do per second, from counters read around a
 worker idle for T1 and for T2 seconds ((c(T2) - c(T1)) / (T2 - T1): start-up and shutdown
-cancel out): PostgreSQL transactions (pg_stat_database), Redis commands
-(total_commands_processed), NATS messages in + out (the server's /varz).
+cancel out): PostgreSQL transactions (pg_stat_database; for the two systems that use it),
+Redis commands (total_commands_processed), NATS messages in + out (the server's /varz).
 
 One JSON document on stdout (and in --out). Loopback and Unix sockets only: the embedded (or
 a local DATABASE_URL) PostgreSQL, private Redis and NATS servers made and removed here.
@@ -39,6 +43,7 @@ a local DATABASE_URL) PostgreSQL, private Redis and NATS servers made and remove
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import random
@@ -50,6 +55,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import nats.errors
 import psycopg
 import queue_throughput as qt  # bench/ is on sys.path when this script runs
 import worker_throughput as wt
@@ -65,6 +71,8 @@ SYSTEMS = {
     "redis_streams": "XREADGROUP COUNT 1, run, XACK (no result store, no lease)",
     "jetstream": "cachequeue worker --broker nats --concurrency 1: fetch 1, run, two fenced "
                  "PostgreSQL statements, ack_sync",
+    "jetstream_bare": "a pull consumer loop: fetch 1, run, ack_sync (no result store: the "
+                      "broker alone)",
 }
 PG_SYSTEM = "cachequeue_c1"  # worker_throughput's name for the PostgreSQL queue's defaults
 JS_SCHEMA = "bench_js"
@@ -86,14 +94,16 @@ def redis_child(url: str, name: str, gated: bool) -> None:
     if gated:
         client.blpop([GATE], timeout=120)
     acked, last = 0, None
-    while not stopping:
-        reply = client.xreadgroup(GROUP, name, {STREAM: ">"}, count=1, block=1000)
-        for _, entries in reply or ():
-            for entry_id, fields in entries:
-                perf.noop(json.loads(fields["payload"]))
-                client.xack(STREAM, GROUP, entry_id)
-                acked, last = acked + 1, time.time()
-    print(json.dumps({"acked": acked, "last_ack": last}), flush=True)
+    try:
+        while not stopping:
+            reply = client.xreadgroup(GROUP, name, {STREAM: ">"}, count=1, block=1000)
+            for _, entries in reply or ():
+                for entry_id, fields in entries:
+                    perf.noop(json.loads(fields["payload"]))
+                    client.xack(STREAM, GROUP, entry_id)
+                    acked, last = acked + 1, time.time()
+    finally:  # what it did, even when it ends with an error (its traceback on stderr)
+        print(json.dumps({"acked": acked, "last_ack": last}), flush=True)
 
 
 def redis_reset(client, n: int, stamp: str | None = None) -> None:
@@ -141,18 +151,114 @@ def redis_drain(url: str, processes: int, n: int, timeout: float) -> dict:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"redis_streams: not drained after {timeout} s")
             time.sleep(0.005)
+    except BaseException:
+        wt.stop(procs)
+        raise
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        said = [json.loads(p.communicate(timeout=30)[0] or "{}") for p in procs]
-        codes = wt.stop(procs)
         client.close()
+    return _stopped("redis_streams", procs, processes, n, start_at)
+
+
+# ------------------------------------------------------------------ JetStream, bare (the consumer process)
+
+BARE_SCHEMA = "bench_jsbare"
+
+
+def js_bare_child(url: str, name: str, gated: bool) -> None:
+    """A bare pull consumer until SIGTERM: fetch 1, the handler, ack_sync; waits for a line
+    on stdin first when `gated`; prints "ready", then {"acked", "last_ack"} when it stops."""
+    from cachequeue.broker import streams
+
+    async def main() -> None:
+        where = streams.names(BARE_SCHEMA)
+        nc = await embedded_nats.connect(url, name=name)
+        sub = await nc.jetstream().pull_subscribe_bind(where.consumer, stream=where.stream)
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, stopping.set)
+        print("ready", flush=True)
+        if gated:
+            await loop.run_in_executor(None, sys.stdin.readline)
+        acked, last = 0, None
+        while not stopping.is_set():
+            try:
+                msgs = await sub.fetch(batch=1, timeout=1)
+            except nats.errors.TimeoutError:
+                continue
+            for msg in msgs:
+                perf.noop(json.loads(msg.data))
+                await msg.ack_sync()
+                acked, last = acked + 1, time.time()
+        await nc.close()
+        print(json.dumps({"acked": acked, "last_ack": last}), flush=True)
+
+    asyncio.run(main())
+
+
+def bare_worker(url: str, name: str, gated: bool = False) -> subprocess.Popen:
+    log = tempfile.TemporaryFile()  # noqa: SIM115 -- closed by wt.stop()
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--child-bare", url,
+                             "--name", name, *(["--gated"] if gated else [])],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+    proc.log = log
+    if proc.stdout.readline().strip() != "ready":
+        proc.wait(30)
+        error = wt._failed([proc])
+        wt.stop([proc])
+        raise RuntimeError(f"{name}: the bare consumer did not start:\n{error}")
+    return proc
+
+
+def bare_reset(nats: str, n: int) -> None:
+    with Publisher(BARE_SCHEMA, url=nats) as pub:
+        pub.delete_stream()
+    with Publisher(BARE_SCHEMA, url=nats) as pub:
+        for i in range(n):
+            pub.submit("noop", {"n": i})
+
+
+def bare_drain(nats: str, processes: int, n: int, timeout: float) -> dict:
+    bare_reset(nats, n)
+    procs = []
+    try:
+        procs += [bare_worker(nats, f"bench-jsbare-{k}", gated=True) for k in range(processes)]
+        start_at = time.time()
+        for p in procs:  # the gate: every consumer waits for one line
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        with Publisher(BARE_SCHEMA, url=nats) as pub:
+            deadline = time.monotonic() + timeout
+            while pub.stream_state()["messages"]:  # work-queue retention: acked = gone
+                if (error := wt._failed(procs)) is not None:
+                    raise RuntimeError(f"jetstream_bare: a consumer exited early:\n{error}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"jetstream_bare: not drained after {timeout} s")
+                time.sleep(0.005)
+    except BaseException:
+        wt.stop(procs)
+        raise
+    return _stopped("jetstream_bare", procs, processes, n, start_at)
+
+
+def _stopped(system: str, procs: list, processes: int, n: int, start_at: float) -> dict:
+    """SIGTERM the bare consumers, read what each acknowledged and when it last did."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    said = []
+    for p in procs:
+        lines = p.communicate(timeout=30)[0].strip().splitlines()
+        if not lines:
+            error = wt._failed([p])
+            wt.stop(procs)
+            raise RuntimeError(f"{system}: a consumer said nothing:\n{error}")
+        said.append(json.loads(lines[-1]))
+    codes = wt.stop(procs)
     acked = sum(s.get("acked", 0) for s in said)
     if acked != n:
-        raise RuntimeError(f"redis_streams: {acked} acknowledged of {n}")
+        raise RuntimeError(f"{system}: {acked} acknowledged of {n}")
     seconds = max(s["last_ack"] for s in said if s.get("last_ack")) - start_at
-    return {"system": "redis_streams", "processes": processes, "jobs": n,
+    return {"system": system, "processes": processes, "jobs": n,
             "seconds": round(seconds, 4), "rate": round(n / seconds, 1), "exit_codes": codes}
 
 
@@ -259,9 +365,13 @@ def latency(system: str, url: str, redis_url: str, nats: str, samples: int, seed
             finally:
                 wt.stop([proc])
                 client.close()
-        js_reset(url, nats, 0)
-        proc = js_worker(nats, "bench-js-latency")
-        with Publisher(JS_SCHEMA, url=nats) as pub:
+        if system == "jetstream_bare":
+            bare_reset(nats, 0)
+            proc, schema = bare_worker(nats, "bench-jsbare-latency"), BARE_SCHEMA
+        else:
+            js_reset(url, nats, 0)
+            proc, schema = js_worker(nats, "bench-js-latency"), JS_SCHEMA
+        with Publisher(schema, url=nats) as pub:
             try:
                 return sampled(samples, seed,
                                lambda n: pub.submit("noop", {"n": n, "stamp": stamp}),
@@ -274,20 +384,25 @@ def idle_cost(system: str, url: str, redis_url: str, nats: str, server, windows)
     """Counters per second of one idle worker (see the module docstring)."""
     if system == "postgres":
         return {"postgres_transactions_per_s": wt.idle_cost(url, PG_SYSTEM, windows)["per_second"]}
-    counters = {"postgres_transactions": lambda: perf.transactions(url)}
+    # PostgreSQL only for the system that writes to it (the others never connect).
+    counters = ({"postgres_transactions": lambda: perf.transactions(url)}
+                if system == "jetstream" else {})
     if system == "redis_streams":
         client = embedded_redis.client(redis_url, timeout=30)
         redis_reset(client, 0)
         counters["redis_commands"] = lambda: int(client.info("stats")["total_commands_processed"])
         start = lambda: redis_worker(redis_url, "bench-redis-idle")  # noqa: E731
     else:
-        js_reset(url, nats, 0)
-
         def nats_messages():
             varz = server.monitor("varz")
             return int(varz["in_msgs"]) + int(varz["out_msgs"])
         counters["nats_messages"] = nats_messages
-        start = lambda: js_worker(nats, "bench-js-idle")  # noqa: E731
+        if system == "jetstream_bare":
+            bare_reset(nats, 0)
+            start = lambda: bare_worker(nats, "bench-jsbare-idle")  # noqa: E731
+        else:
+            js_reset(url, nats, 0)
+            start = lambda: js_worker(nats, "bench-js-idle")  # noqa: E731
     counts = []
     for window in windows:
         before = {k: c() for k, c in counters.items()}
@@ -316,11 +431,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle", default="4,24", help="two idle windows T1,T2 in seconds")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument("--child-redis", help=argparse.SUPPRESS)
+    parser.add_argument("--child-bare", help=argparse.SUPPRESS)
     parser.add_argument("--name", help=argparse.SUPPRESS)
     parser.add_argument("--gated", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child_redis:
         redis_child(args.child_redis, args.name, args.gated)
+        return 0
+    if args.child_bare:
+        js_bare_child(args.child_bare, args.name, args.gated)
         return 0
     processes = [int(p) for p in args.processes.split(",")]
     systems = [s for s in args.systems.split(",") if s]
@@ -338,7 +457,8 @@ def main(argv: list[str] | None = None) -> int:
         redis_url, nats = redis_server.url, nats_server.url
         drains = {"postgres": lambda p: wt.drain(url, PG_SYSTEM, p, args.jobs, timeout=300),
                   "redis_streams": lambda p: redis_drain(redis_url, p, args.jobs, timeout=300),
-                  "jetstream": lambda p: js_drain(url, nats, p, args.jobs, timeout=300)}
+                  "jetstream": lambda p: js_drain(url, nats, p, args.jobs, timeout=300),
+                  "jetstream_bare": lambda p: bare_drain(nats, p, args.jobs, timeout=300)}
         runs = []
         for rep in range(args.reps):
             order = systems[rep % len(systems):] + systems[:rep % len(systems)]
@@ -361,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({system: idle[system]}), file=sys.stderr, flush=True)
         redis_version = embedded_redis.client(redis_url).info("server")["redis_version"]
         nats_version = embedded_nats.info(nats)["version"]
-    for schema in (JS_SCHEMA, "bench_cq"):
+    for schema in (JS_SCHEMA, BARE_SCHEMA, "bench_cq"):
         with psycopg.connect(url, autocommit=True) as conn:
             db.drop_schema(conn, schema)
     out = {"benchmark": "broker_throughput", "machine": wt.machine(url),
