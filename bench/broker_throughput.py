@@ -140,17 +140,13 @@ def redis_drain(url: str, processes: int, n: int, timeout: float) -> dict:
         time.sleep(0.1)  # each has sent its BLPOP (CLIENT SETNAME came just before it)
         start_at = time.time()
         client.rpush(GATE, *["go"] * processes)
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def drained() -> bool:
             (group,) = client.xinfo_groups(STREAM)
             last_id = client.xinfo_stream(STREAM)["last-generated-id"]
-            if group["pending"] == 0 and group["last-delivered-id"] == last_id:
-                break
-            if (error := wt._failed(procs)) is not None:
-                raise RuntimeError(f"redis_streams: a consumer exited early:\n{error}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"redis_streams: not drained after {timeout} s")
-            time.sleep(0.005)
+            return group["pending"] == 0 and group["last-delivered-id"] == last_id
+
+        _until("redis_streams", procs, drained, timeout)
     except BaseException:
         wt.stop(procs)
         raise
@@ -226,18 +222,24 @@ def bare_drain(nats: str, processes: int, n: int, timeout: float) -> dict:
         for p in procs:  # the gate: every consumer waits for one line
             p.stdin.write("go\n")
             p.stdin.flush()
-        with Publisher(BARE_SCHEMA, url=nats) as pub:
-            deadline = time.monotonic() + timeout
-            while pub.stream_state()["messages"]:  # work-queue retention: acked = gone
-                if (error := wt._failed(procs)) is not None:
-                    raise RuntimeError(f"jetstream_bare: a consumer exited early:\n{error}")
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"jetstream_bare: not drained after {timeout} s")
-                time.sleep(0.005)
+        with Publisher(BARE_SCHEMA, url=nats) as pub:  # work-queue retention: acked = gone
+            _until("jetstream_bare", procs, lambda: not pub.stream_state()["messages"], timeout)
     except BaseException:
         wt.stop(procs)
         raise
     return _stopped("jetstream_bare", procs, processes, n, start_at)
+
+
+def _until(system: str, procs: list, drained, timeout: float) -> None:
+    """Poll `drained()` every 5 ms until true; RuntimeError if a consumer exits or after
+    `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not drained():
+        if (error := wt._failed(procs)) is not None:
+            raise RuntimeError(f"{system}: a consumer exited early:\n{error}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{system}: not drained after {timeout} s")
+        time.sleep(0.005)
 
 
 def _stopped(system: str, procs: list, processes: int, n: int, start_at: float) -> dict:
