@@ -33,9 +33,9 @@ ROOMS = ("app", "procs", "probes", "model", "views", "labs")
 
 # module (room.name) -> the chapters whose notebooks import it
 CHAPTERS: dict[str, tuple[str, ...]] = {
-    "chapter": ("00", "03", "04", "05", "06", "07", "08", "09", "10", "11"),
+    "chapter": ("00", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12"),
     "app.access": ("02",),
-    "app.data": ("00", "02", "08"),
+    "app.data": ("00", "02", "08", "12"),
     "app.documents": ("02", "11"),
     "app.editing": ("08",),
     "app.effects": ("06",),
@@ -55,6 +55,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "procs.relaylab": ("08",),
     "procs.sharedreaders": ("09",),
     "procs.stack": ("07", "08", "11"),
+    "procs.streamlab": ("12",),
     "procs.timers": ("03", "11"),
     "procs.wakeup": ("06",),
     "probes.horizon": ("03", "08"),
@@ -78,5 +79,5 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "labs.leaselab": ("06",),
     "labs.minute": ("08",),
     "labs.opsday": ("08",),
-    "labs.perf": ("10",),
+    "labs.perf": ("10", "12"),
 }

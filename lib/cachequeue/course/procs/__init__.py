@@ -10,6 +10,7 @@
 - `relaylab`: The outbox lab: a relay process killed between publishing and marking, and a consumer.
 - `sharedreaders`: Reader processes that miss the same key of a SharedCache at once: one load across them.
 - `stack`: The HTTP service as a real child process, beside worker processes: for notebooks, tests, benchmarks.
+- `streamlab`: Redis Streams as a job queue (chapter 12): a consumer group, its pending list, and a broker killed.
 - `timers`: In-process timers die with their process; a persisted job does not (a real subprocess).
 - `wakeup`: How an idle worker learns of new work: LISTEN/NOTIFY against polling, measured on real processes.
 
@@ -17,4 +18,4 @@ Modules are not imported here (some load pandas or matplotlib); import the one y
 """
 
 __all__ = ["browser", "cancelling", "capacity", "chaos", "fleet", "holder", "ratelab",
-           "relaylab", "sharedreaders", "stack", "timers", "wakeup"]
+           "relaylab", "sharedreaders", "stack", "streamlab", "timers", "wakeup"]
