@@ -51,6 +51,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "procs.chaos": ("06",),
     "procs.fleet": ("06",),
     "procs.holder": ("06",),
+    "procs.jetlab": ("12",),
     "procs.ratelab": ("08",),
     "procs.relaylab": ("08",),
     "procs.sharedreaders": ("09",),
