@@ -1,6 +1,7 @@
 # One-command set-up for the course. `make lab` to study, `make test` to check everything.
 # Without DATABASE_URL the embedded PostgreSQL 18 (in .pgdata/) is started and reused, and
-# without REDIS_URL the embedded Redis (in .redis/). Only `make db` (and the targets that
+# without REDIS_URL the embedded Redis (in .redis/), without NATS_URL the embedded nats-server
+# with JetStream (in .nats/). Only `make db` (and the targets that
 # depend on it) starts them: a notebook, test client or worker that finds one stopped says
 # "run `make db`" and leaves it stopped.
 
@@ -17,7 +18,7 @@ LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 .PHONY: help setup db db-stop lab test lint execute student bench chaos clean site present serve verify
 
 help:
-	@echo "make lab      set up (.venv, PostgreSQL, Redis) and open JupyterLab on notebooks/ (keeps the terminal; Ctrl-C stops it)"
+	@echo "make lab      set up (.venv, PostgreSQL, Redis, NATS) and open JupyterLab on notebooks/ (keeps the terminal; Ctrl-C stops it)"
 	@echo "make test     set up, then lint + unit + integration + strict nbval of every notebook + student copies"
 	@echo "              + site and slides in headless Chromium + service page browser tests + a small chaos run"
 	@echo "              + packaging (fresh clone on two cores, pip cache warm: about 6 minutes). Without chromium it prints"
@@ -31,8 +32,8 @@ help:
 	@echo "make bench    run the benchmarks in bench/ (JSON on stdout; about 30 minutes)"
 	@echo "make chaos    2,000 jobs, workers killed and paused, a server restart (JSON; about 1 minute)"
 	@echo "make verify   the history checker: 20 seeded runs of our queue under every fault, then each mutant (about 10 minutes)"
-	@echo "make db       start (or reuse) the embedded PostgreSQL and Redis; say which servers are used"
-	@echo "make db-stop  stop the embedded PostgreSQL and the embedded Redis"
+	@echo "make db       start (or reuse) the embedded PostgreSQL, Redis and NATS; say which servers are used"
+	@echo "make db-stop  stop the embedded PostgreSQL, the embedded Redis and the embedded NATS"
 
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
@@ -64,6 +65,7 @@ db: $(STAMP)
 db-stop: $(STAMP)
 	@$(BIN)/python -m cachequeue.embedded stop
 	@$(BIN)/python -m cachequeue.embedded_redis stop
+	@$(BIN)/python -m cachequeue.embedded_nats stop
 
 lab: db
 	@echo "JupyterLab on notebooks/ (Ctrl-C to stop; the database keeps running, make db-stop stops it)"

