@@ -1,6 +1,9 @@
 """`cachequeue worker`: run a `queue.Worker` in this process until SIGTERM or SIGINT.
 
     cachequeue worker --schema ch06 --handlers myapp.jobs:HANDLERS --concurrency 4
+    cachequeue worker --broker nats --schema ch12 --handlers myapp.jobs:HANDLERS
+
+`--broker nats` takes the jobs from NATS JetStream instead (`cli.broker_worker`, chapter 12).
 
 `--handlers MODULE:ATTR` names an importable mapping {kind: callable}. The database is
 DATABASE_URL, else the embedded server, as everywhere in the course; `--schema` is a chapter
@@ -52,6 +55,14 @@ def _kinds(text: str) -> list[str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--broker", choices=("postgres", "nats"), default="postgres",
+                        help="where the jobs come from: the schema's PostgreSQL queue "
+                             "(default) or its NATS JetStream stream (NATS_URL, else the "
+                             "embedded nats-server)")
+    parser.add_argument("--max-attempts", type=int, default=3, metavar="N",
+                        help="with --broker nats: deliveries per job (max_deliver; default 3)")
+    parser.add_argument("--replicas", type=int, default=1, metavar="R",
+                        help="with --broker nats: the stream's replicas if it is created (default 1)")
     parser.add_argument("--schema", required=True, help="the chapter schema whose jobs to run")
     parser.add_argument("--handlers", required=True, metavar="MODULE:ATTR",
                         help="an importable mapping {kind: callable(payload[, ctx])}")
@@ -90,6 +101,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def prepare(args: argparse.Namespace) -> Callable[[], int]:
     """Check every argument without touching the database; return the function that runs."""
+    if args.broker == "nats":
+        from . import broker_worker
+
+        return broker_worker.prepare(args, load_handlers, _run)
+    if args.max_attempts != 3 or args.replicas != 1:
+        raise UsageError("--max-attempts and --replicas are options of --broker nats "
+                         "(the PostgreSQL queue's attempts are each job's max_attempts)")
     try:
         db.schema_name(args.schema)  # the same check db.connect makes
         if os.environ.get("DATABASE_URL", "").strip():
@@ -109,7 +127,10 @@ def prepare(args: argparse.Namespace) -> Callable[[], int]:
     return lambda: _run(worker)
 
 
-def _run(worker: Worker) -> int:
+def _run(worker: Worker, start_errors: tuple[type[BaseException], ...] = (),
+         start_status: int = 1) -> int:
+    """Run `worker` with the signals wired; an error in `start_errors` (a broker that cannot
+    be reached) is one line and `start_status`."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(formatter())
     LOGGER.addHandler(handler)
@@ -127,6 +148,9 @@ def _run(worker: Worker) -> int:
         signal.signal(signum, on_signal)
     try:
         stats = worker.run()
+    except start_errors as exc:
+        print(f"cachequeue worker: {exc}", file=sys.stderr)
+        return start_status
     except Exception as exc:  # a bug or a broken schema: say it in one line and exit 1
         LOGGER.error(log_line(worker.name, "error", error=one_line(exc)))
         return 1

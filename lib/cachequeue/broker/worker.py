@@ -1,0 +1,394 @@
+"""A worker that takes its jobs from JetStream and writes results to PostgreSQL, fenced.
+
+The queue's ideas, mapped onto JetStream (one durable pull consumer per schema, explicit
+acks; see `streams`):
+
+    lease            ack_wait: an unacknowledged delivery is delivered again after it
+    heartbeat        msg.in_progress() every `heartbeat` seconds while the handler runs
+    attempt cap      max_deliver (= retry.max_attempts): deliveries, lease expiries included
+    retry + backoff  msg.nak(delay=retry.delay(attempt)): the course's RetryPolicy
+    dead letter      the last attempt failed: a dead-letter row, then msg.term();
+                     JetStream gave up (max-deliveries advisory): a dead-letter row, and
+                     the message is deleted from the stream
+    lease token      none in JetStream: `fence` registers each delivery and accepts a
+                     result only from the newest one, once
+
+Order per message: register the delivery (`fence.begin`: 'done' means a result is in
+already, so only the ack was missing: ack it again, do not run), run the handler in a
+thread (heartbeats meanwhile), record the result (`fence.record`; refused when a newer
+delivery began: that one will finish it), then ack and wait for the server's confirmation.
+A crash anywhere leaves the message unacknowledged: it comes back after ack_wait, and the
+fence keeps the result single.
+
+A lost broker: nats-py reconnects (forever, `reconnect_wait` apart) and the fetch loop backs
+off (doubling up to 5 s) until fetches answer again; nothing is acknowledged that was not
+recorded, and a result recorded but not acknowledged is acknowledged on its redelivery.
+
+    worker = BrokerWorker("ch12", {"summary": summarise}, concurrency=4, lease=30)
+    stats = worker.run()          # blocks until worker.stop() (thread- and signal-safe)
+
+Handlers are the queue's: handler(payload) or handler(payload, ctx) with a
+`BrokerContext` (the delivery; `should_stop()`, `wait(s)`). One log line per event through
+`cachequeue.worker` (queue.logline): starting, ready, started, finished, retrying, failed,
+dead, stale, redone, reconnecting, reconnected, handed-back, stopping, stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import nats.errors
+import nats.js.errors
+import psycopg
+from psycopg import sql
+
+from .. import db, embedded_nats
+from ..checks import check_callable, check_instance, check_int, check_seconds, check_text
+from ..errors import InvalidJob
+from ..queue.context import takes_context
+from ..queue.logline import LOGGER, log_line, one_line
+from ..queue.retry import RetryPolicy
+from . import fence, streams
+from .publish import SUBMITTED_AT
+
+__all__ = ["BrokerContext", "BrokerWorker"]
+
+RECONNECT_CAP = 5.0  # seconds: the longest pause between fetches while the broker is gone
+
+
+class BrokerContext:
+    """What a running handler may know: `delivery` (a fence.Delivery: stream, seq, delivery
+    count, kind, msg_id), the worker's `name`, and whether it should stop."""
+
+    def __init__(self, delivery: fence.Delivery, worker: str) -> None:
+        self.delivery = delivery
+        self.worker = worker
+        self._stop = threading.Event()
+
+    def should_stop(self) -> bool:
+        return self._stop.is_set()
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to `seconds`; True if woken early to stop."""
+        return self._stop.wait(check_seconds(seconds, "seconds", allow_zero=True))
+
+    def halt(self) -> None:
+        self._stop.set()
+
+
+class BrokerWorker:
+    """Run one schema's jobs from JetStream (see the module docstring).
+
+    `url`: the broker (default NATS_URL, else the embedded server); `connect_db`: a
+    function returning an autocommit connection whose search_path holds the fence tables
+    (default `db.connect(schema)`). `lease` is ack_wait; `heartbeat` defaults to lease/3
+    (0 = never, for demonstrations; else less than lease/2); `retry` the backoff and the
+    attempt cap (max_deliver); `poll` the longest wait of one fetch; `shutdown_timeout`
+    how long running jobs may take after stop() before they are handed back (nak);
+    `replicas` the stream's replication factor when this worker creates it.
+    """
+
+    def __init__(self, schema: str, handlers: Mapping[str, Callable[..., Any]], *,
+                 url: str | None = None, connect_db: Callable[[], psycopg.Connection] | None = None,
+                 name: str | None = None, concurrency: int = 1, lease: float = 30.0,
+                 heartbeat: float | None = None, retry: RetryPolicy | None = None,
+                 poll: float = 1.0, shutdown_timeout: float = 30.0, replicas: int = 1,
+                 reconnect_wait: float = 0.5) -> None:
+        self.names = streams.names(schema)
+        if not isinstance(handlers, Mapping) or not handlers:
+            raise TypeError("handlers must be a non-empty mapping {kind: callable}")
+        for kind, handler in handlers.items():
+            self.names.subject(kind)
+            check_callable(handler, f"handlers[{kind!r}]")
+        self.handlers = dict(handlers)
+        self.url = url
+        self.connect_db = connect_db if connect_db is not None else self._connect_schema
+        check_callable(self.connect_db, "connect_db")
+        self.name = check_text(name, "name", optional=True) or f"{socket.gethostname()}-{os.getpid()}"
+        self.concurrency = check_int(concurrency, "concurrency", minimum=1, maximum=256)
+        self.lease = check_seconds(lease, "lease", upper=3600)
+        if heartbeat is None:
+            heartbeat = self.lease / 3
+        self.heartbeat = check_seconds(heartbeat, "heartbeat", allow_zero=True)
+        if self.heartbeat and self.heartbeat >= self.lease / 2:
+            raise ValueError(f"heartbeat must be < lease/2 ({self.lease / 2:g}) or 0, "
+                             f"got {heartbeat!r}")
+        self.retry = check_instance(retry if retry is not None else RetryPolicy(), "retry",
+                                    RetryPolicy)
+        self.poll = check_seconds(poll, "poll", upper=60)
+        self.shutdown_timeout = check_seconds(shutdown_timeout, "shutdown_timeout",
+                                              allow_zero=True)
+        self.replicas = check_int(replicas, "replicas", minimum=1, maximum=5)
+        self.reconnect_wait = check_seconds(reconnect_wait, "reconnect_wait")
+        self.stats = {k: 0 for k in ("finished", "retried", "dead", "stale", "redone",
+                                     "released", "reconnects")}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self._stop_requested = False
+        self._local = threading.local()
+        self._connections: list[psycopg.Connection] = []
+        self._contexts: set[BrokerContext] = set()
+        self._inflight: dict[int, tuple[Any, fence.Delivery]] = {}
+        self.ready = threading.Event()  # set once the worker fetches (tests, supervisors)
+
+    # ------------------------------------------------------------------ control
+
+    def _connect_schema(self) -> psycopg.Connection:
+        """db.connect(schema), the schema created if it is missing (its tables: install)."""
+        conn = db.connect(self.names.schema)
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
+            sql.Identifier(self.names.schema)))
+        return conn
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop_requested
+
+    def stop(self) -> None:
+        """Stop fetching; running jobs get shutdown_timeout seconds. Safe from any thread
+        and from a signal handler."""
+        self._stop_requested = True
+        loop, event = self._loop, self._stopping
+        if loop is not None and event is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has just closed
+                loop.call_soon_threadsafe(event.set)
+
+    def run(self) -> dict[str, int]:
+        """Run until stop(); the counts of what happened. NatsUnavailable (one line) if the
+        broker cannot be reached at start-up."""
+        return asyncio.run(self.run_async())
+
+    # ------------------------------------------------------------------ the loop
+
+    def _log(self, event: str, **fields: Any) -> None:
+        LOGGER.info(log_line(self.name, event, **fields))
+
+    def _db(self) -> psycopg.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None or conn.closed or conn.broken:
+            conn = self.connect_db()
+            self._local.conn = conn
+            self._connections.append(conn)
+        return conn
+
+    async def _in_db(self, fn: Callable[..., Any], *args: Any) -> Any:
+        def call():
+            try:
+                return fn(self._db(), *args)
+            except psycopg.OperationalError:  # a dropped connection: one fresh try
+                self._local.conn = None
+                return fn(self._db(), *args)
+        return await self._loop.run_in_executor(self._db_pool, call)
+
+    async def run_async(self) -> dict[str, int]:
+        self._loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        if self._stop_requested:
+            self._stopping.set()
+        # The broker first: one that cannot be reached is NatsUnavailable, and nothing else
+        # was started or logged.
+        nc = await embedded_nats.connect(
+            self.url, name=self.name, max_reconnect_attempts=-1,
+            reconnect_time_wait=self.reconnect_wait,
+            disconnected_cb=self._disconnected, reconnected_cb=self._reconnected)
+        self._log("starting", stream=self.names.stream, concurrency=self.concurrency,
+                  lease=self.lease)
+        self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="broker-job")
+        self._db_pool = ThreadPoolExecutor(min(self.concurrency + 1, 8),
+                                           thread_name_prefix="broker-db")
+        try:
+            await self._in_db(fence.install)
+            js = nc.jetstream(timeout=5)
+            await streams.ensure(js, self.names, ack_wait=self.lease,
+                                 max_deliver=self.retry.max_attempts, replicas=self.replicas)
+
+            async def on_advisory(msg) -> None:
+                await self._advisory(js, msg)
+
+            await nc.subscribe(self.names.advisory, queue="advisories", cb=on_advisory)
+            sub = await js.pull_subscribe_bind(self.names.consumer, stream=self.names.stream)
+            await self._fetch_loop(sub)
+        finally:
+            for ctx in list(self._contexts):
+                ctx.halt()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(nc.close(), 5)
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._db_pool.shutdown(wait=True)
+            for conn in self._connections:
+                with contextlib.suppress(Exception):
+                    conn.close()
+            self._log("stopped", **self.stats)
+        return dict(self.stats)
+
+    async def _disconnected(self) -> None:
+        if not self._stop_requested:
+            self._log("reconnecting", url=self.url or "default")
+
+    async def _reconnected(self) -> None:
+        self.stats["reconnects"] += 1
+        self._log("reconnected")
+
+    async def _fetch_loop(self, sub) -> None:
+        running: set[asyncio.Task] = set()
+        pause = 0.0
+        self._log("ready")
+        self.ready.set()
+        while not self._stopping.is_set():
+            free = self.concurrency - len(running)
+            if free == 0:
+                done, _ = await asyncio.wait(running | {asyncio.ensure_future(self._stopping.wait())},
+                                             return_when=asyncio.FIRST_COMPLETED)
+                running -= done
+                continue
+            try:
+                msgs = await sub.fetch(batch=free, timeout=self.poll)
+                pause = 0.0
+            except (TimeoutError, nats.errors.TimeoutError):
+                continue
+            except (nats.errors.Error, nats.js.errors.Error, OSError) as exc:
+                # The broker is gone (or restarting): back off, nats-py reconnects meanwhile.
+                pause = min(RECONNECT_CAP, max(0.1, pause * 2))
+                self._log("fetch-failed", error=one_line(exc), pause=pause)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), pause)
+                continue
+            for msg in msgs:
+                task = asyncio.ensure_future(self._process(msg))
+                running.add(task)
+                task.add_done_callback(running.discard)
+        self._log("stopping", running=len(running))
+        if running:
+            _, pending = await asyncio.wait(set(running), timeout=self.shutdown_timeout or None)
+            for ctx in list(self._contexts):
+                ctx.halt()
+            # Still running: hand them back (nak without delay, another worker takes them);
+            # whatever the abandoned threads finish later is never recorded.
+            for task in pending:
+                task.cancel()
+            for msg, delivery in list(self._inflight.values()):
+                self.stats["released"] += 1
+                self._log("handed-back", seq=delivery.seq)
+                with contextlib.suppress(Exception):
+                    await msg.nak()
+
+    # ------------------------------------------------------------------ one message
+
+    def _delivery(self, msg) -> fence.Delivery:
+        meta = msg.metadata
+        return fence.Delivery(stream=self.names.stream, seq=meta.sequence.stream,
+                              delivery=meta.num_delivered, kind=self.names.kind_of(msg.subject),
+                              worker=self.name, msg_id=(msg.headers or {}).get("Nats-Msg-Id"))
+
+    async def _ack(self, msg, delivery: fence.Delivery) -> None:
+        try:
+            await msg.ack_sync(timeout=5)
+        except Exception as exc:  # lost with the connection: the redelivery finds it 'done'
+            self._log("ack-failed", seq=delivery.seq, error=one_line(exc))
+
+    async def _heartbeat(self, msg) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat)
+            with contextlib.suppress(Exception):  # a missed beat: the lease may run out
+                await msg.in_progress()
+
+    async def _process(self, msg) -> None:
+        delivery = self._delivery(msg)
+        state = await self._in_db(fence.begin, delivery)
+        if state == "done":  # recorded before, only the ack was lost
+            self.stats["redone"] += 1
+            self._log("redone", seq=delivery.seq, delivery=delivery.delivery)
+            await self._ack(msg, delivery)
+            return
+        if state == "stale":
+            self.stats["stale"] += 1
+            self._log("stale", seq=delivery.seq, delivery=delivery.delivery)
+            return
+        submitted = (msg.headers or {}).get(SUBMITTED_AT)
+        self._log("started", seq=delivery.seq, delivery=delivery.delivery, kind=delivery.kind,
+                  waited=round(time.time() - float(submitted), 6) if submitted else "")
+        ctx = BrokerContext(delivery, self.name)
+        self._contexts.add(ctx)
+        self._inflight[delivery.seq] = (msg, delivery)
+        beat = asyncio.ensure_future(self._heartbeat(msg)) if self.heartbeat else None
+        error: BaseException | None = None
+        try:
+            payload = json.loads(msg.data)
+            handler = self.handlers.get(delivery.kind)
+            if handler is None:
+                raise InvalidJob(f"no handler for kind {delivery.kind!r}")
+            args = (payload, ctx) if takes_context(handler) else (payload,)
+            result = await self._loop.run_in_executor(self._pool, lambda: handler(*args))
+            self._inflight.pop(delivery.seq, None)  # from here on it is not handed back
+            accepted = await self._in_db(fence.record, delivery, result)
+        except Exception as exc:
+            error = exc
+        finally:
+            self._inflight.pop(delivery.seq, None)
+            if beat is not None:
+                beat.cancel()
+            self._contexts.discard(ctx)
+        if error is None:
+            if accepted:
+                self.stats["finished"] += 1
+                self._log("finished", seq=delivery.seq, delivery=delivery.delivery)
+                await self._ack(msg, delivery)
+            else:  # a newer delivery registered meanwhile: its result is the one that counts
+                self.stats["stale"] += 1
+                self._log("stale", seq=delivery.seq, delivery=delivery.delivery, refused="result")
+            return
+        await self._failed(msg, delivery, error)
+
+    async def _failed(self, msg, delivery: fence.Delivery, error: BaseException) -> None:
+        attempts = min(self.retry.max_attempts, delivery.delivery)
+        if isinstance(error, InvalidJob) or delivery.delivery >= self.retry.max_attempts:
+            payload = None
+            with contextlib.suppress(ValueError):
+                payload = json.loads(msg.data)
+            await self._in_db(lambda conn, d: fence.dead_letter(
+                conn, d, reason="failed", payload=payload, error=one_line(error, 1000)), delivery)
+            self.stats["dead"] += 1
+            self._log("dead", seq=delivery.seq, attempts=attempts, error=one_line(error))
+            with contextlib.suppress(Exception):
+                await msg.term()
+            return
+        delay = self.retry.delay(delivery.delivery)
+        self.stats["retried"] += 1
+        self._log("retrying", seq=delivery.seq, attempt=delivery.delivery, delay=round(delay, 3),
+                  error=one_line(error))
+        with contextlib.suppress(Exception):
+            await msg.nak(delay=delay)
+
+    async def _advisory(self, js, msg) -> None:
+        """JetStream stopped delivering a message (max_deliver reached by lease expiries):
+        record it as a dead letter and remove it from the stream."""
+        try:
+            said = json.loads(msg.data)
+            seq = int(said["stream_seq"])
+            stored = await js.get_msg(self.names.stream, seq)
+        except Exception as exc:  # already removed by another worker, or a bad advisory
+            self._log("advisory-skipped", error=one_line(exc))
+            return
+        payload = None
+        with contextlib.suppress(ValueError, TypeError):
+            payload = json.loads(stored.data)
+        delivery = fence.Delivery(stream=self.names.stream, seq=seq,
+                                  delivery=int(said.get("deliveries") or self.retry.max_attempts),
+                                  kind=self.names.kind_of(stored.subject), worker=self.name,
+                                  msg_id=(stored.headers or {}).get("Nats-Msg-Id"))
+        if await self._in_db(lambda conn, d: fence.dead_letter(
+                conn, d, reason="max_deliveries", payload=payload,
+                error="ack_wait expired on every delivery"), delivery):
+            self.stats["dead"] += 1
+            self._log("dead", seq=seq, attempts=delivery.delivery, reason="max_deliveries")
+        with contextlib.suppress(Exception):
+            await js.delete_msg(self.names.stream, seq)

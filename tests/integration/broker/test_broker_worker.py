@@ -1,0 +1,148 @@
+"""The JetStream worker end to end: jobs from the stream, results fenced in PostgreSQL.
+
+Every job finishes once; a re-published message id is dropped; a failed attempt is retried
+with nak(delay) and the last one becomes a dead letter; a message whose leases all run out
+becomes a dead letter through the max-deliveries advisory; and a redelivered message run
+while its first delivery still runs gets exactly one result, the newer delivery's."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from brokerhelpers import wait_for
+
+from cachequeue import db
+from cachequeue.broker import Publisher, fence, names
+from cachequeue.queue.retry import RetryPolicy
+
+pytestmark = pytest.mark.nats
+
+FAST = RetryPolicy(max_attempts=2, base=0.05, cap=0.05, jitter="none")
+
+
+def counts(schema):
+    with db.connect(schema) as conn:
+        return fence.counts(conn, names(schema).stream)
+
+
+def test_every_job_finishes_once_and_a_republished_id_is_dropped(schema, nats_url, start_worker):
+    with Publisher(schema, url=nats_url) as pub:
+        sent = [pub.submit("double", {"n": n}, msg_id=f"job-{n}") for n in range(30)]
+        again = pub.submit("double", {"n": 0}, msg_id="job-0")  # e.g. a relay retrying
+        assert again.duplicate and again.seq == sent[0].seq
+        assert not any(s.duplicate for s in sent)
+        running = start_worker({"double": lambda p: {"twice": 2 * p["n"]}}, url=nats_url,
+                               concurrency=4)
+        wait_for(lambda: counts(schema)["results"] == 30, what="30 results")
+        stats = running.stop()
+        assert pub.stream_state()["messages"] == 0  # acknowledged: gone from the stream
+    assert stats["finished"] == 30 and stats["stale"] == 0 and stats["dead"] == 0
+    with db.connect(schema) as conn:
+        rows = fence.results(conn, names(schema).stream)
+    assert sorted(r["result"]["twice"] for r in rows) == [2 * n for n in range(30)]
+    assert {r["msg_id"] for r in rows} == {f"job-{n}" for n in range(30)}
+
+
+def test_a_failed_attempt_is_retried_and_the_last_one_is_a_dead_letter(schema, nats_url,
+                                                                        start_worker):
+    calls: dict[int, int] = {}
+
+    def flaky(payload, ctx):
+        calls[payload["n"]] = calls.get(payload["n"], 0) + 1
+        if payload["n"] == 1 or ctx.delivery.delivery == 1:
+            raise RuntimeError(f"attempt {ctx.delivery.delivery} failed")
+        return {"delivery": ctx.delivery.delivery}
+
+    with Publisher(schema, url=nats_url, max_deliver=FAST.max_attempts) as pub:
+        pub.submit("flaky", {"n": 0})
+        pub.submit("flaky", {"n": 1})  # fails every time
+        running = start_worker({"flaky": flaky}, url=nats_url, retry=FAST)
+        wait_for(lambda: counts(schema)["results"] + counts(schema)["dead_letters"] == 2,
+                 what="one result, one dead letter")
+        stats = running.stop()
+        assert pub.stream_state()["messages"] == 0
+    assert calls == {0: 2, 1: 2} and stats["retried"] == 2 and stats["dead"] == 1
+    with db.connect(schema) as conn:
+        (result,) = fence.results(conn, names(schema).stream)
+        (dead,) = fence.dead_letters(conn, names(schema).stream)
+    assert result["result"] == {"delivery": 2}
+    assert (dead["reason"], dead["deliveries"], dead["payload"]) == ("failed", 2, {"n": 1})
+    assert "attempt 2 failed" in dead["error"]
+
+
+def test_a_redelivery_while_the_first_delivery_runs_gives_one_result(schema, nats_url,
+                                                                     start_worker):
+    """No lease token in JetStream: the fence in PostgreSQL refuses the stale delivery."""
+    first_running, release_first = threading.Event(), threading.Event()
+    ran: list[int] = []
+
+    def slow_first(payload, ctx):
+        ran.append(ctx.delivery.delivery)
+        if ctx.delivery.delivery == 1:
+            first_running.set()
+            assert release_first.wait(30)
+        return {"by": ctx.worker, "delivery": ctx.delivery.delivery}
+
+    with Publisher(schema, url=nats_url, ack_wait=1.0) as pub:
+        pub.submit("job", {"n": 1})
+        # heartbeat 0: the first delivery's lease (ack_wait 1 s) runs out while it runs.
+        a = start_worker({"job": slow_first}, url=nats_url, name="a", lease=1.0, heartbeat=0)
+        assert first_running.wait(30)
+        b = start_worker({"job": slow_first}, url=nats_url, name="b", lease=1.0, heartbeat=0)
+        wait_for(lambda: counts(schema)["results"] == 1, what="delivery 2's result")
+        release_first.set()  # the first delivery now finishes and tries to write
+        wait_for(lambda: a.worker.stats["stale"] == 1, what="delivery 1's write refused")
+        stats_a, stats_b = a.stop(), b.stop()
+        assert pub.stream_state()["messages"] == 0
+    assert ran == [1, 2]
+    assert (stats_a["finished"], stats_a["stale"], stats_b["finished"]) == (0, 1, 1)
+    with db.connect(schema) as conn:
+        (row,) = fence.results(conn, names(schema).stream)
+    assert row["result"] == {"by": "b", "delivery": 2} and row["delivery"] == 2
+
+
+def test_leases_that_all_run_out_make_a_dead_letter_by_the_advisory(schema, nats_url,
+                                                                    start_worker):
+    release = threading.Event()
+    ran: list[int] = []
+
+    def stuck(payload, ctx):
+        ran.append(ctx.delivery.delivery)
+        release.wait(30)
+        return "too late"
+
+    with Publisher(schema, url=nats_url, ack_wait=0.5, max_deliver=2) as pub:
+        pub.submit("stuck", {"n": 1})
+        running = start_worker({"stuck": stuck}, url=nats_url, lease=0.5, heartbeat=0,
+                               concurrency=3, retry=RetryPolicy(max_attempts=2))
+        wait_for(lambda: counts(schema)["dead_letters"] == 1, what="the advisory's dead letter")
+        release.set()
+        wait_for(lambda: running.worker.stats["stale"] == 2, what="both late writes refused")
+        stats = running.stop()
+        assert pub.stream_state()["messages"] == 0  # removed from the stream
+    assert ran == [1, 2] and stats["finished"] == 0 and stats["dead"] == 1
+    with db.connect(schema) as conn:
+        (dead,) = fence.dead_letters(conn, names(schema).stream)
+        assert fence.results(conn, names(schema).stream) == []
+    assert (dead["reason"], dead["deliveries"], dead["payload"]) == ("max_deliveries", 2, {"n": 1})
+
+
+def test_the_fence_by_hand(conn):
+    fence.install(conn)
+    one = fence.Delivery("S", 7, 1, "k", "a", "id-7")
+    two = fence.Delivery("S", 7, 2, "k", "b", "id-7")
+    assert fence.begin(conn, one) == "run"
+    assert fence.begin(conn, two) == "run"
+    assert fence.begin(conn, one) == "stale"  # an older delivery arriving late
+    assert fence.record(conn, one, {"from": 1}) is False  # refused: not the newest
+    assert fence.record(conn, two, {"from": 2}) is True
+    assert fence.record(conn, two, {"from": 2}) is False  # once
+    assert fence.begin(conn, fence.Delivery("S", 7, 3, "k", "c")) == "done"  # ack lost: ack again
+    assert fence.dead_letter(conn, two, reason="failed") is False  # a result is in
+    assert fence.counts(conn, "S") == {"results": 1, "dead_letters": 0, "messages": 1,
+                                       "deliveries": 2}
+    with pytest.raises(ValueError, match="reason must be one of"):
+        fence.dead_letter(conn, two, reason="lost")
+    with pytest.raises(TypeError, match="delivery must be a Delivery"):
+        fence.begin(conn, (7, 1))
