@@ -4,9 +4,6 @@ The notebook talks to JetStream with nats-py itself (`js.add_stream`, `js.pull_s
 `msg.ack()`, `msg.in_progress()`, `msg.nak(delay=...)`); this module holds what would
 otherwise be repeated in its cells:
 
-- `name(chapter, what)`: a stream or consumer name of this chapter that two runs never share
-  (CI's second leg uses a NATS service other runs use too; `CACHEQUEUE_SCHEMA_SUFFIX` is
-  part of the name, as for schemas and Redis keys);
 - `fresh_stream(js, name, ...)`: the stream, recreated empty, work-queue retention (an
   acknowledged message is deleted), file storage;
 - `fetch_one(sub, timeout)`: the next message of a pull subscription, or None when none
@@ -14,7 +11,14 @@ otherwise be repeated in its cells:
 - `kill_r1(server, jobs, processed)`: jobs published to a file-stored R1 stream of a private
   server, some processed, the server SIGKILLed and started again, then counted;
 - `cluster_r3(nodes, jobs)`: an R3 stream on a three-node cluster, one node SIGKILLed in the
-  middle of publishing, every job consumed; then a second node killed and a write refused.
+  middle of publishing, every job consumed; then a second node killed and a write refused;
+- `delivery_of(msg, worker)`, `heartbeats(msg, seconds)`: the fence's Delivery of a message, and
+  a busy worker's `in_progress` calls;
+- `dying(publish)`: the outbox relay's publish function for a relay killed between
+  publishing and marking.
+
+Stream names come from `cachequeue.broker.names(schema)`, which suffixes them as schemas are
+(CI's second leg shares one NATS service between runs).
 
 Publishing retries with the same `Nats-Msg-Id`, so a publish whose acknowledgement was lost
 (a leader killed between storing and answering) is stored once: the stream's duplicate
@@ -25,10 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import os
-import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 import nats.errors
@@ -37,27 +39,16 @@ from nats.js.api import RetentionPolicy, StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
 from ... import embedded_nats
-from ...checks import check_instance, check_int, check_seconds, check_text
+from ...broker import fence
+from ...checks import check_callable, check_instance, check_int, check_seconds
 
-__all__ = ["RelayKilled", "RelayPublisher", "cluster_r3", "fetch_one", "fresh_stream", "kill_r1", "name",
-           "publish"]
+__all__ = ["RelayKilled", "cluster_r3", "delivery_of", "dying", "fetch_one", "fresh_stream", "heartbeats",
+           "kill_r1", "publish"]
 
-_NAME = re.compile(r"[A-Za-z0-9_-]+")
 # What a publish meets while a stream has no leader (killed, being elected) or no quorum.
 UNAVAILABLE = (nats.errors.TimeoutError, nats.errors.NoRespondersError,
                nats.js.errors.NoStreamResponseError, nats.js.errors.ServiceUnavailableError,
                nats.js.errors.APIError)
-
-
-def name(chapter: str, what: str) -> str:
-    """'CQ_CH12_JOBS' (with $CACHEQUEUE_SCHEMA_SUFFIX: 'CQ_CH12_TEST_JOBS'): a JetStream
-    name (letters, digits, '_' and '-' only) of `chapter` that two runs never share."""
-    check_text(chapter, "chapter", limit=40)
-    check_text(what, "what", limit=100)
-    full = "_".join(["CQ", chapter + os.environ.get("CACHEQUEUE_SCHEMA_SUFFIX", ""), what])
-    if not _NAME.fullmatch(full):
-        raise ValueError(f"{full!r} is not a JetStream name (letters, digits, '_' and '-')")
-    return full.upper()
 
 
 async def fresh_stream(js: Any, stream: str, subjects: list[str], *, replicas: int = 1,
@@ -224,31 +215,43 @@ async def cluster_r3(nodes: Any, *, jobs: int, kill_after: int) -> dict[str, Any
             "killed": nodes.nodes[killed].name, "refused_without_quorum": refused}
 
 
-class RelayPublisher:
-    """The publish callable `queue.outbox.relay_once` takes, sending each event to JetStream
-    with `Nats-Msg-Id` = its event id, so the stream stores a re-published event once.
-
-    The relay is synchronous and runs in a thread (`await asyncio.to_thread(relay_once, conn,
-    publisher)`); the nats-py client lives on the event loop `loop`, where each publish is
-    run. `acks` keeps every PubAck (`duplicate=True` for an event the stream already had).
-    `die_after=n` makes the call after the n-th publish raise, as a relay killed between
-    publishing and marking: the event is in the stream, the outbox row not marked.
-    """
-
-    def __init__(self, js: Any, subject: str, loop: asyncio.AbstractEventLoop, *,
-                 die_after: int | None = None) -> None:
-        self.js, self.subject, self.loop = js, check_text(subject, "subject"), loop
-        self.die_after = None if die_after is None else check_int(die_after, "die_after",
-                                                                  minimum=1)
-        self.acks: list[Any] = []
-
-    def __call__(self, event: Any) -> None:
-        data = json.dumps({"topic": event.topic, **event.payload}).encode()
-        publishing = self.js.publish(self.subject, data, headers={"Nats-Msg-Id": str(event.event_id)})
-        self.acks.append(asyncio.run_coroutine_threadsafe(publishing, self.loop).result(10))
-        if self.die_after is not None and len(self.acks) >= self.die_after:
-            raise RelayKilled(f"relay killed after publishing {len(self.acks)} event(s)")
-
 
 class RelayKilled(RuntimeError):
-    """Raised by a RelayPublisher with `die_after`: the relay died before marking."""
+    """Raised by a publish function made by `dying`: the relay died before marking."""
+
+
+def dying(publish: Callable[[Any], None], *, after: int = 1) -> Callable[[Any], None]:
+    """`publish` (e.g. `broker.Publisher.publish_event`) for a relay that is killed once it
+    has published `after` events: the call that publishes the `after`-th raises RelayKilled
+    after publishing, so the event is in the stream and its outbox row not marked."""
+    check_callable(publish, "publish")
+    check_int(after, "after", minimum=1)
+    published = []
+
+    def publish_then_die(event: Any) -> None:
+        publish(event)
+        published.append(event)
+        if len(published) >= after:
+            raise RelayKilled(f"relay killed after publishing {len(published)} event(s)")
+
+    return publish_then_die
+
+
+def delivery_of(msg: Any, worker: str, kind: str = "summarise") -> fence.Delivery:
+    """The `broker.fence.Delivery` of a fetched message: its stream, stream sequence and
+    delivery count (`num_delivered`), held by `worker`."""
+    meta = msg.metadata
+    return fence.Delivery(meta.stream, meta.sequence.stream, meta.num_delivered, kind, worker)
+
+
+async def heartbeats(msg: Any, seconds: float, *, every: float = 0.2) -> int:
+    """Send `msg.in_progress()` every `every` seconds for `seconds` seconds (the heartbeat of
+    a worker busy with it); how many were sent."""
+    check_seconds(seconds, "seconds")
+    check_seconds(every, "every")
+    deadline, sent = time.monotonic() + seconds, 0
+    while time.monotonic() < deadline:
+        await msg.in_progress()
+        sent += 1
+        await asyncio.sleep(every)  # the heartbeat's interval, not a wait for an event
+    return sent
