@@ -46,3 +46,11 @@ class Running:
         if self.error:
             raise self.error
         return self.stats
+
+
+def double(payload):
+    """A handler for `cachequeue worker --handlers brokerhelpers:HANDLERS` (tests/ on PYTHONPATH)."""
+    return {"twice": 2 * payload["n"]}
+
+
+HANDLERS = {"double": double}

@@ -106,6 +106,11 @@ class Publisher:
         return {"messages": info.state.messages, "first_seq": info.state.first_seq,
                 "last_seq": info.state.last_seq}
 
+    def delete_stream(self) -> bool:
+        """Delete the schema's stream and its consumer (a chapter's reset; a test's cleanup);
+        False if there was none. The next Publisher or worker creates it again."""
+        return self._loop.run(streams.delete(self._js, self.names), timeout=self.timeout + 5)
+
     def close(self) -> None:
         nc = getattr(self, "_nc", None)
         if nc is not None and not nc.is_closed:

@@ -28,7 +28,7 @@ from nats.js.errors import NotFoundError
 from .. import db
 from ..checks import check_finite, check_int, check_seconds
 
-__all__ = ["CONSUMER", "Names", "ensure", "names"]
+__all__ = ["CONSUMER", "Names", "delete", "ensure", "names"]
 
 CONSUMER = "workers"
 _KIND = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
@@ -91,3 +91,13 @@ async def ensure(js, where: Names, *, ack_wait: float = 30.0, max_deliver: int =
     await js.add_consumer(where.stream, ConsumerConfig(
         durable_name=where.consumer, ack_policy=AckPolicy.EXPLICIT, ack_wait=ack_wait,
         max_deliver=max_deliver, filter_subject=where.subjects, max_ack_pending=max_ack_pending))
+
+
+async def delete(js, where: Names) -> bool:
+    """Delete the stream (its messages and its consumer); False if there was none."""
+    if not isinstance(where, Names):
+        raise TypeError(f"where must be a Names (streams.names(schema)), got {type(where).__name__}")
+    try:
+        return bool(await js.delete_stream(where.stream))
+    except NotFoundError:
+        return False

@@ -134,6 +134,7 @@ class BrokerWorker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
         self._stop_requested = False
+        self._now = False
         self._local = threading.local()
         self._connections: list[psycopg.Connection] = []
         self._contexts: set[BrokerContext] = set()
@@ -161,6 +162,11 @@ class BrokerWorker:
         if loop is not None and event is not None:
             with contextlib.suppress(RuntimeError):  # the loop has just closed
                 loop.call_soon_threadsafe(event.set)
+
+    def stop_now(self) -> None:
+        """Stop and hand the running jobs back at once (nak; another worker takes them)."""
+        self._now = True
+        self.stop()
 
     def run(self) -> dict[str, int]:
         """Run until stop(); the counts of what happened. NatsUnavailable (one line) if the
@@ -267,8 +273,11 @@ class BrokerWorker:
                 running.add(task)
                 task.add_done_callback(running.discard)
         self._log("stopping", running=len(running))
-        if running:
-            _, pending = await asyncio.wait(set(running), timeout=self.shutdown_timeout or None)
+        deadline = time.monotonic() + self.shutdown_timeout
+        while running and not self._now and time.monotonic() < deadline:
+            await asyncio.wait(set(running), timeout=min(0.1, self.shutdown_timeout))
+        pending = set(running)
+        if pending or self._inflight:
             for ctx in list(self._contexts):
                 ctx.halt()
             # Still running: hand them back (nak without delay, another worker takes them);

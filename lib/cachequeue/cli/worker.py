@@ -154,7 +154,7 @@ def _run(worker: Worker, start_errors: tuple[type[BaseException], ...] = (),
     except Exception as exc:  # a bug or a broken schema: say it in one line and exit 1
         LOGGER.error(log_line(worker.name, "error", error=one_line(exc)))
         return 1
-    return EXIT_HANDED_BACK if stats["released"] or stats["abandoned"] else 0
+    return EXIT_HANDED_BACK if stats.get("released") or stats.get("abandoned") else 0
 
 
 COMMAND = Command(

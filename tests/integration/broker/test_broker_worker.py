@@ -146,3 +146,28 @@ def test_the_fence_by_hand(conn):
         fence.dead_letter(conn, two, reason="lost")
     with pytest.raises(TypeError, match="delivery must be a Delivery"):
         fence.begin(conn, (7, 1))
+
+
+def test_a_stopping_worker_hands_a_running_job_back_to_another(schema, nats_url, start_worker):
+    started, release = threading.Event(), threading.Event()
+
+    def slow(payload, ctx):
+        if ctx.worker == "a":
+            started.set()
+            release.wait(30)  # not cooperative: the worker hands it back regardless
+        return {"by": ctx.worker}
+
+    with Publisher(schema, url=nats_url) as pub:
+        pub.submit("slow", {"n": 1})
+        a = start_worker({"slow": slow}, url=nats_url, name="a", shutdown_timeout=0.2)
+        assert started.wait(30)
+        stats_a = a.stop()
+        assert stats_a["released"] == 1 and stats_a["finished"] == 0
+        b = start_worker({"slow": slow}, url=nats_url, name="b")
+        wait_for(lambda: counts(schema)["results"] == 1, what="b finishes the handed-back job")
+        release.set()
+        assert b.stop()["finished"] == 1
+        assert pub.stream_state()["messages"] == 0
+    with db.connect(schema) as conn:
+        (row,) = fence.results(conn, names(schema).stream)
+    assert row["result"] == {"by": "b"} and row["delivery"] == 2
