@@ -3,7 +3,7 @@
 Usage: .venv/bin/python bench/chaos.py [--jobs 2000] [--workers 4] [--kills 12] [--stops 8]
                                        [--restarts 1] [--seed N] [--restart-mode immediate]
                                        [--batch 100] [--batch-wait 0.45] [--flush-kills N]
-                                       [--no-batch]
+                                       [--no-batch] [--broker postgres|nats]
 
 Runs cachequeue.course.procs.chaos.run on a private throw-away PostgreSQL (whatever DATABASE_URL
 says) and prints its result as JSON: the plan carried out, the workers' exit statuses, the
@@ -13,6 +13,10 @@ batching (the default) some kills land between a handler's return and the flush 
 result (`flush_kills_landed`); `--no-batch` runs the workers with a commit per job. Exit
 status 1, with every broken invariant and the seed on stderr, if anything was lost or
 duplicated. Takes about a minute on two cores.
+
+`--broker nats`: the same kinds of chaos against `cachequeue worker --broker nats` on a
+private nats-server, the broker SIGKILLed and restarted instead of PostgreSQL
+(bench/broker_chaos.py; --batch, --batch-wait, --flush-kills and --restart-mode do not apply).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+
+import broker_chaos  # bench/ is on sys.path when this script runs
 
 from cachequeue.course.procs import chaos
 
@@ -39,7 +45,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="a durable commit per job (--batch 1), no flush kills")
     parser.add_argument("--flush-kills", type=int, default=None,
                         help="kills between a handler's return and the flush (default kills/3)")
+    parser.add_argument("--broker", choices=["postgres", "nats"], default="postgres",
+                        help="the workers' broker: the PostgreSQL queue, or NATS JetStream")
     args = parser.parse_args(argv)
+    if args.broker == "nats":
+        result = broker_chaos.run(jobs=args.jobs, workers=args.workers, seed=args.seed,
+                                  kills=args.kills, stops=args.stops, restarts=args.restarts)
+        result["failures"] = broker_chaos.failures(result)
+        return _report(result)
     if args.flush_kills is None:
         args.flush_kills = max(1, args.kills // 3) if args.batch > 1 else 0
     result = chaos.run(jobs=args.jobs, workers=args.workers, seed=args.seed, kills=args.kills,
@@ -47,6 +60,10 @@ def main(argv: list[str] | None = None) -> int:
                        batch=args.batch, batch_wait=args.batch_wait,
                        flush_kills=args.flush_kills)
     result["failures"] = chaos.failures(result)
+    return _report(result)
+
+
+def _report(result: dict) -> int:
     print(json.dumps(result, indent=2))
     for line in result["failures"]:
         print(f"chaos: {line}", file=sys.stderr)

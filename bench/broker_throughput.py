@@ -1,0 +1,373 @@
+"""The same no-op jobs on three queues: the PostgreSQL queue, Redis Streams consumer groups, NATS JetStream.
+
+Usage: .venv/bin/python bench/broker_throughput.py [--jobs 2000] [--reps 3] [--processes 1,2,4]
+       [--samples 50] [--idle 2,6] [--systems postgres,redis_streams,jetstream] [--out FILE]
+
+Systems (each worker a process of its own, one job at a time):
+
+  postgres       `cachequeue worker --concurrency 1` (its defaults: one claim statement per
+                 job, results in the fenced completion batch), bench/worker_throughput.py's
+                 drain, latency and idle measurements, reused as they are
+  redis_streams  a consumer-group loop on a private embedded redis-server (this script,
+                 --child): XREADGROUP COUNT 1 BLOCK 1000, the handler, XACK; nothing written
+                 elsewhere (no result store, no lease, no retry: the bare broker)
+  jetstream      `cachequeue worker --broker nats --concurrency 1` on a private nats-server
+                 (JetStream, file store, R1): fetch 1, a fenced result row in PostgreSQL
+                 (register the delivery, record the result: two statements), ack_sync
+
+Throughput: for every (repetition, process count, system), `--jobs` no-op jobs are submitted
+first (not timed), then N worker processes start and are released together: the PostgreSQL
+queue's gate is a lock on its job table (worker_throughput.drain), JetStream's a lock on the
+fence's delivery table (every worker's first fenced write waits for it), Redis's a BLPOP
+on a gate key every consumer blocks on. The run ends at the last completion: the database
+clock for the two PostgreSQL-backed systems (max finished_at), the consumers' own clock for
+Redis (the last XACK). Medians over interleaved repetitions; rates in jobs/s.
+
+Latency: one idle worker per system, `--samples` jobs one at a time (each after the previous
+one started, plus a random pause up to 0.2 s): handler start (time.time() in the worker)
+minus the moment before the submit call (time.time() here); p50, p99, max.
+
+Idle cost: what an idle worker makes its servers do per second, from counters read around a
+worker idle for T1 and for T2 seconds ((c(T2) - c(T1)) / (T2 - T1): start-up and shutdown
+cancel out): PostgreSQL transactions (pg_stat_database), Redis commands
+(total_commands_processed), NATS messages in + out (the server's /varz).
+
+One JSON document on stdout (and in --out). Loopback and Unix sockets only: the embedded (or
+a local DATABASE_URL) PostgreSQL, private Redis and NATS servers made and removed here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+import queue_throughput as qt  # bench/ is on sys.path when this script runs
+import worker_throughput as wt
+from psycopg import sql
+
+from cachequeue import db, embedded_nats, embedded_redis, sqlfile
+from cachequeue.broker import Publisher, fence
+from cachequeue.course.labs import perf
+
+SYSTEMS = ("postgres", "redis_streams", "jetstream")
+PG_SYSTEM = "cachequeue_c1"  # worker_throughput's name for the PostgreSQL queue's defaults
+JS_SCHEMA = "bench_js"
+STREAM, GROUP, GATE = "cq:bench_broker:jobs", "workers", "cq:bench_broker:gate"
+HERE = Path(__file__).resolve().parent
+HERE_SQL = sqlfile.parse((HERE / "broker_throughput.sql").read_text(encoding="utf-8"),
+                         "bench/broker_throughput.sql")
+
+
+# ------------------------------------------------------------------ Redis Streams (the consumer process)
+
+
+def redis_child(url: str, name: str, gated: bool) -> None:
+    """One consumer of the group until SIGTERM; prints {"acked", "last_ack"} when it stops."""
+    client = embedded_redis.client(url, timeout=30)
+    client.client_setname(name)
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    if gated:
+        client.blpop([GATE], timeout=120)
+    acked, last = 0, None
+    while not stopping:
+        reply = client.xreadgroup(GROUP, name, {STREAM: ">"}, count=1, block=1000)
+        for _, entries in reply or ():
+            for entry_id, fields in entries:
+                perf.noop(json.loads(fields["payload"]))
+                client.xack(STREAM, GROUP, entry_id)
+                acked, last = acked + 1, time.time()
+    print(json.dumps({"acked": acked, "last_ack": last}), flush=True)
+
+
+def redis_reset(client, n: int, stamp: str | None = None) -> None:
+    client.delete(STREAM, GATE)
+    client.xgroup_create(STREAM, GROUP, id="0", mkstream=True)
+    pipe = client.pipeline(transaction=False)
+    for i in range(n):
+        pipe.xadd(STREAM, {"payload": json.dumps({"n": i})})
+    pipe.execute()
+
+
+def redis_worker(url: str, name: str, gated: bool = False) -> subprocess.Popen:
+    log = tempfile.TemporaryFile()  # noqa: SIM115 -- closed by wt.stop()
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--child-redis", url,
+                             "--name", name, *(["--gated"] if gated else [])],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, text=True)
+    proc.log = log
+    return proc
+
+
+def redis_drain(url: str, processes: int, n: int, timeout: float) -> dict:
+    client = embedded_redis.client(url, timeout=30)
+    redis_reset(client, n)
+    names = [f"bench-redis-{k}" for k in range(processes)]
+    procs = [redis_worker(url, name, gated=True) for name in names]
+    try:
+        deadline = time.monotonic() + 120
+        while {c.get("name") for c in client.client_list()} < set(names):
+            if (error := wt._failed(procs)) is not None:
+                raise RuntimeError(f"redis_streams: a consumer exited early:\n{error}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("redis_streams: consumers not at the gate after 120 s")
+            time.sleep(0.01)
+        time.sleep(0.1)  # each has sent its BLPOP (CLIENT SETNAME came just before it)
+        start_at = time.time()
+        client.rpush(GATE, *["go"] * processes)
+        deadline = time.monotonic() + timeout
+        while True:
+            (group,) = client.xinfo_groups(STREAM)
+            last_id = client.xinfo_stream(STREAM)["last-generated-id"]
+            if group["pending"] == 0 and group["last-delivered-id"] == last_id:
+                break
+            if (error := wt._failed(procs)) is not None:
+                raise RuntimeError(f"redis_streams: a consumer exited early:\n{error}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"redis_streams: not drained after {timeout} s")
+            time.sleep(0.005)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        said = [json.loads(p.communicate(timeout=30)[0] or "{}") for p in procs]
+        codes = wt.stop(procs)
+        client.close()
+    acked = sum(s.get("acked", 0) for s in said)
+    if acked != n:
+        raise RuntimeError(f"redis_streams: {acked} acknowledged of {n}")
+    seconds = max(s["last_ack"] for s in said if s.get("last_ack")) - start_at
+    return {"system": "redis_streams", "processes": processes, "jobs": n,
+            "seconds": round(seconds, 4), "rate": round(n / seconds, 1), "exit_codes": codes}
+
+
+# ------------------------------------------------------------------ JetStream (cachequeue worker --broker nats)
+
+
+def js_worker(nats: str, name: str) -> subprocess.Popen:
+    env = dict(os.environ, PGAPPNAME=name, NATS_URL=nats)
+    log = tempfile.TemporaryFile()  # noqa: SIM115 -- closed by wt.stop()
+    proc = subprocess.Popen([sys.executable, "-m", "cachequeue", "worker", "--broker", "nats",
+                             "--schema", JS_SCHEMA, "--handlers",
+                             "cachequeue.course.labs.perf:NOOP_HANDLERS", "--concurrency", "1",
+                             "--name", name], env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=log)
+    proc.log = log
+    return proc
+
+
+def js_reset(url: str, nats: str, n: int) -> None:
+    """A fresh schema with the fence's tables and a fresh stream holding n no-op jobs."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        db.drop_schema(conn, JS_SCHEMA)
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(JS_SCHEMA)))
+    with db.connect(JS_SCHEMA) as conn:
+        fence.install(conn)
+    with Publisher(JS_SCHEMA, url=nats) as pub:
+        pub.delete_stream()
+    with Publisher(JS_SCHEMA, url=nats) as pub:
+        for i in range(n):
+            pub.submit("noop", {"n": i})
+
+
+def js_drain(url: str, nats: str, processes: int, n: int, timeout: float) -> dict:
+    js_reset(url, nats, n)
+    names = [f"bench-js-{k}" for k in range(processes)]
+    with psycopg.connect(url, autocommit=True) as gate, db.connect(JS_SCHEMA) as watch:
+        gate.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(JS_SCHEMA)))
+        gate.execute("BEGIN")
+        gate.execute(HERE_SQL["gate"].sql)
+        procs = [js_worker(nats, name) for name in names]
+        try:
+            deadline = time.monotonic() + 120
+            while perf.waiting_on(watch, names) != set(names):
+                if (error := wt._failed(procs)) is not None:
+                    raise RuntimeError(f"jetstream: a worker exited early:\n{error}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError("jetstream: workers not waiting at the gate after 120 s")
+                time.sleep(0.05)
+            start_at = gate.execute(qt.HERE["clock"].sql).fetchone()[0]
+            gate.execute("COMMIT")
+            deadline = time.monotonic() + timeout
+            while True:
+                done, end_at = watch.execute(HERE_SQL["check"].sql).fetchone()
+                if done == n:
+                    break
+                if (error := wt._failed(procs)) is not None:
+                    raise RuntimeError(f"jetstream: a worker exited early:\n{error}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"jetstream: {done} of {n} results after {timeout} s")
+                time.sleep(0.1)
+        finally:
+            codes = wt.stop(procs)
+    seconds = (end_at - start_at).total_seconds()
+    return {"system": "jetstream", "processes": processes, "jobs": n,
+            "seconds": round(seconds, 4), "rate": round(n / seconds, 1), "exit_codes": codes}
+
+
+# ------------------------------------------------------------------ latency and idle cost
+
+
+def sampled(samples: int, seed: int, submit, started, failed) -> dict:
+    """Submit `samples` jobs one at a time (submit(n)); started() -> {n: start time}."""
+    rng, sent = random.Random(seed), {}
+    for n in range(-1, samples):  # n = -1: a warm-up job, proves the worker is up
+        time.sleep(rng.uniform(0, 0.2))
+        sent[n] = time.time()
+        submit(n)
+        deadline = time.monotonic() + (60 if n < 0 else 10)
+        while n not in started():
+            if (error := failed()) is not None:
+                raise RuntimeError(f"the worker exited:\n{error}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"job {n} did not start")
+            time.sleep(0.002)
+    stamps = started()
+    return {"samples": samples, **perf.summary([stamps[n] - sent[n] for n in range(samples)])}
+
+
+def latency(system: str, url: str, redis_url: str, nats: str, samples: int, seed: int) -> dict:
+    if system == "postgres":
+        return wt.latency(url, PG_SYSTEM, samples, seed)
+    with tempfile.TemporaryDirectory(prefix="cq-bench-") as tmp:
+        stamp = os.path.join(tmp, "stamps")
+        if system == "redis_streams":
+            client = embedded_redis.client(redis_url, timeout=30)
+            redis_reset(client, 0)
+            proc = redis_worker(redis_url, "bench-redis-latency")
+
+            def submit(n):
+                client.xadd(STREAM, {"payload": json.dumps({"n": n, "stamp": stamp})})
+            try:
+                return sampled(samples, seed, submit, lambda: perf.read_stamps(stamp),
+                               lambda: wt._failed([proc]))
+            finally:
+                wt.stop([proc])
+                client.close()
+        js_reset(url, nats, 0)
+        proc = js_worker(nats, "bench-js-latency")
+        with Publisher(JS_SCHEMA, url=nats) as pub:
+            try:
+                return sampled(samples, seed,
+                               lambda n: pub.submit("noop", {"n": n, "stamp": stamp}),
+                               lambda: perf.read_stamps(stamp), lambda: wt._failed([proc]))
+            finally:
+                wt.stop([proc])
+
+
+def idle_cost(system: str, url: str, redis_url: str, nats: str, server, windows) -> dict:
+    """Counters per second of one idle worker (see the module docstring)."""
+    if system == "postgres":
+        return {"postgres_transactions_per_s": wt.idle_cost(url, PG_SYSTEM, windows)["per_second"]}
+    counters = {"postgres_transactions": lambda: perf.transactions(url)}
+    if system == "redis_streams":
+        client = embedded_redis.client(redis_url, timeout=30)
+        redis_reset(client, 0)
+        counters["redis_commands"] = lambda: int(client.info("stats")["total_commands_processed"])
+        start = lambda: redis_worker(redis_url, "bench-redis-idle")  # noqa: E731
+    else:
+        js_reset(url, nats, 0)
+
+        def nats_messages():
+            varz = server.monitor("varz")
+            return int(varz["in_msgs"]) + int(varz["out_msgs"])
+        counters["nats_messages"] = nats_messages
+        start = lambda: js_worker(nats, "bench-js-idle")  # noqa: E731
+    counts = []
+    for window in windows:
+        before = {k: c() for k, c in counters.items()}
+        proc = start()
+        time.sleep(window)  # the measuring window itself
+        if (error := wt._failed([proc])) is not None:
+            raise RuntimeError(f"{system}: the idle worker exited:\n{error}")
+        wt.stop([proc])
+        if system == "jetstream":
+            perf.wait_gone(url, "bench-js-idle")
+        counts.append({k: c() - before[k] for k, c in counters.items()})
+    t1, t2 = windows
+    return {f"{k}_per_s": round((counts[1][k] - counts[0][k]) / (t2 - t1), 2) for k in counters}
+
+
+# ------------------------------------------------------------------ main
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=2000, help="no-op jobs per drain")
+    parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions")
+    parser.add_argument("--processes", default="1,2,4", help="worker process counts")
+    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--samples", type=int, default=50, help="latency samples per system")
+    parser.add_argument("--idle", default="2,6", help="two idle windows T1,T2 in seconds")
+    parser.add_argument("--out", type=Path, help="also write the JSON here")
+    parser.add_argument("--child-redis", help=argparse.SUPPRESS)
+    parser.add_argument("--name", help=argparse.SUPPRESS)
+    parser.add_argument("--gated", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child_redis:
+        redis_child(args.child_redis, args.name, args.gated)
+        return 0
+    processes = [int(p) for p in args.processes.split(",")]
+    systems = [s for s in args.systems.split(",") if s]
+    windows = tuple(float(w) for w in args.idle.split(","))
+    if (args.jobs < 1 or args.reps < 1 or min(processes) < 1 or set(systems) - set(SYSTEMS)
+            or args.samples < 1 or len(windows) != 2 or not 0 < windows[0] < windows[1]):
+        parser.error(f"need jobs, reps, processes, samples >= 1, two idle windows T1 < T2, "
+                     f"systems among {list(SYSTEMS)}")
+    db.database_url(start=True)  # set-up: the embedded server unless DATABASE_URL is set
+    url = db.database_url()
+    qt._check_local(url)
+    started = time.monotonic()
+    with embedded_redis.Server.private() as redis_server, \
+            embedded_nats.Server.private() as nats_server:
+        redis_url, nats = redis_server.url, nats_server.url
+        drains = {"postgres": lambda p: wt.drain(url, PG_SYSTEM, p, args.jobs, timeout=300),
+                  "redis_streams": lambda p: redis_drain(redis_url, p, args.jobs, timeout=300),
+                  "jetstream": lambda p: js_drain(url, nats, p, args.jobs, timeout=300)}
+        runs = []
+        for rep in range(args.reps):
+            order = systems[rep % len(systems):] + systems[:rep % len(systems)]
+            for p in processes:
+                for system in order:
+                    run = drains[system](p)
+                    run["system"] = system
+                    runs.append(run)
+                    print(json.dumps(run), file=sys.stderr, flush=True)
+        rates = {s: {str(p): statistics.median(r["rate"] for r in runs
+                                               if r["system"] == s and r["processes"] == p)
+                     for p in processes} for s in systems}
+        lat, idle = {}, {}
+        for n, system in enumerate(systems):
+            lat[system] = latency(system, url, redis_url, nats, args.samples, seed=n)
+            print(json.dumps({system: {k: v for k, v in lat[system].items() if k != "values"}}),
+                  file=sys.stderr, flush=True)
+        for system in systems:
+            idle[system] = idle_cost(system, url, redis_url, nats, nats_server, windows)
+            print(json.dumps({system: idle[system]}), file=sys.stderr, flush=True)
+        redis_version = embedded_redis.client(redis_url).info("server")["redis_version"]
+        nats_version = embedded_nats.info(nats)["version"]
+    for schema in (JS_SCHEMA, "bench_cq"):
+        with psycopg.connect(url, autocommit=True) as conn:
+            db.drop_schema(conn, schema)
+    out = {"benchmark": "broker_throughput", "machine": wt.machine(url),
+           "servers": {"redis": redis_version, "nats": nats_version},
+           "parameters": {"jobs": args.jobs, "repetitions": args.reps, "processes": processes,
+                          "systems": systems, "latency_samples": args.samples,
+                          "idle_windows_s": list(windows)},
+           "median_jobs_per_second": rates, "latency_s": lat, "idle_per_second": idle,
+           "runs": runs, "seconds": round(time.monotonic() - started, 1)}
+    perf.emit(out, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
