@@ -72,7 +72,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "model.queue_model": ("05",),
     "views.fonts": (),
     "views.frames": ("00", "03", "04", "05", "07", "11"),
-    "views.perfplots": ("10",),
+    "views.perfplots": ("10", "12"),
     "views.plots": ("01", "04"),
     "views.scrapes": ("08",),
     "views.timeline": ("06",),
