@@ -108,9 +108,11 @@ present: $(SITE)
 
 bench: $(DEV) db
 	$(PIP) -e '.[dev,bench]'
-	@# worker_throughput.py records its run for chapter 10 (data/bench/worker_throughput.json)
+	@# worker_throughput.py records its run for chapter 10 (data/bench/worker_throughput.json),
+	@# broker_throughput.py its run for chapter 12 (data/bench/broker_throughput.json)
 	@for script in bench/*.py; do \
-	    case $$script in bench/worker_throughput.py) out="--out data/bench/worker_throughput.json";; *) out="";; esac; \
+	    case $$script in bench/worker_throughput.py) out="--out data/bench/worker_throughput.json";; \
+	        bench/broker_throughput.py) out="--out data/bench/broker_throughput.json";; *) out="";; esac; \
 	    $(BIN)/python $$script $$out || exit 1; done
 
 # The full-size chaos run on a private throw-away server (make test runs a small one).

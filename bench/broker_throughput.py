@@ -1,7 +1,7 @@
 """The same no-op jobs on three queues: the PostgreSQL queue, Redis Streams consumer groups, NATS JetStream.
 
 Usage: .venv/bin/python bench/broker_throughput.py [--jobs 2000] [--reps 3] [--processes 1,2,4]
-       [--samples 50] [--idle 2,6] [--systems postgres,redis_streams,jetstream] [--out FILE]
+       [--samples 50] [--idle 4,24] [--systems postgres,redis_streams,jetstream] [--out FILE]
 
 Systems (each worker a process of its own, one job at a time):
 
@@ -59,7 +59,13 @@ from cachequeue import db, embedded_nats, embedded_redis, sqlfile
 from cachequeue.broker import Publisher, fence
 from cachequeue.course.labs import perf
 
-SYSTEMS = ("postgres", "redis_streams", "jetstream")
+SYSTEMS = {
+    # name: what one worker process does per job (the JSON's "systems"; each is its default)
+    "postgres": "cachequeue worker --concurrency 1: claim, run, fenced completion batch",
+    "redis_streams": "XREADGROUP COUNT 1, run, XACK (no result store, no lease)",
+    "jetstream": "cachequeue worker --broker nats --concurrency 1: fetch 1, run, two fenced "
+                 "PostgreSQL statements, ack_sync",
+}
 PG_SYSTEM = "cachequeue_c1"  # worker_throughput's name for the PostgreSQL queue's defaults
 JS_SCHEMA = "bench_js"
 STREAM, GROUP, GATE = "cq:bench_broker:jobs", "workers", "cq:bench_broker:gate"
@@ -307,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processes", default="1,2,4", help="worker process counts")
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--samples", type=int, default=50, help="latency samples per system")
-    parser.add_argument("--idle", default="2,6", help="two idle windows T1,T2 in seconds")
+    parser.add_argument("--idle", default="4,24", help="two idle windows T1,T2 in seconds")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument("--child-redis", help=argparse.SUPPRESS)
     parser.add_argument("--name", help=argparse.SUPPRESS)
@@ -363,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
            "parameters": {"jobs": args.jobs, "repetitions": args.reps, "processes": processes,
                           "systems": systems, "latency_samples": args.samples,
                           "idle_windows_s": list(windows)},
+           "systems": {s: {"does": SYSTEMS[s], "default": True} for s in systems},
            "median_jobs_per_second": rates, "latency_s": lat, "idle_per_second": idle,
            "runs": runs, "seconds": round(time.monotonic() - started, 1)}
     perf.emit(out, args.out)
