@@ -49,7 +49,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "procs.cancelling": ("08",),
     "procs.capacity": ("08",),
     "procs.chaos": ("06",),
-    "procs.fleet": ("06",),
+    "procs.fleet": ("06", "12"),
     "procs.holder": ("06",),
     "procs.jetlab": ("12",),
     "procs.ratelab": ("08",),

@@ -14,6 +14,7 @@ otherwise be repeated in its cells:
   middle of publishing, every job consumed; then a second node killed and a write refused;
 - `delivery_of(msg, worker)`, `heartbeats(msg, seconds)`: the fence's Delivery of a message, and
   a busy worker's `in_progress` calls;
+- `wait_results(conn, stream, n)`: until a worker process has written n fenced results;
 - `dying(publish)`: the outbox relay's publish function for a relay killed between
   publishing and marking.
 
@@ -43,7 +44,7 @@ from ...broker import fence
 from ...checks import check_callable, check_instance, check_int, check_seconds
 
 __all__ = ["RelayKilled", "cluster_r3", "delivery_of", "dying", "fetch_one", "fresh_stream", "heartbeats",
-           "kill_r1", "publish"]
+           "kill_r1", "publish", "wait_results"]
 
 # What a publish meets while a stream has no leader (killed, being elected) or no quorum.
 UNAVAILABLE = (nats.errors.TimeoutError, nats.errors.NoRespondersError,
@@ -256,3 +257,18 @@ async def heartbeats(msg: Any, seconds: float, *, every: float = 0.2) -> int:
         await asyncio.sleep(every)  # the heartbeat's interval, not a wait for an event
     return sent
 
+
+
+def wait_results(conn: Any, stream: str, count: int, *, timeout: float = 30.0) -> dict[str, int]:
+    """Block until the fence tables hold `count` results of `stream` (a worker process is
+    writing them), bounded by `timeout` seconds; `fence.counts` then. TimeoutError, with the
+    counts, if they did not arrive in time."""
+    check_int(count, "count", minimum=0)
+    check_seconds(timeout, "timeout")
+    deadline = time.monotonic() + timeout
+    while (counts := fence.counts(conn, stream))["results"] < count:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{counts['results']} of {count} results within {timeout:g} s: "
+                               f"{counts}")
+        time.sleep(0.02)
+    return counts
