@@ -106,6 +106,16 @@ class Publisher:
         return {"messages": info.state.messages, "first_seq": info.state.first_seq,
                 "last_seq": info.state.last_seq}
 
+    def consumer_state(self) -> dict[str, int]:
+        """The workers' consumer as JetStream counts it: 'pending' (not yet delivered),
+        'ack_pending' (delivered, not acknowledged: running, or a lease running out),
+        'redelivered' (among those, delivered more than once), 'delivered' (deliveries so
+        far, redeliveries included)."""
+        info = self._loop.run(self._js.consumer_info(self.names.stream, self.names.consumer),
+                              timeout=self.timeout + 5)
+        return {"pending": info.num_pending, "ack_pending": info.num_ack_pending,
+                "redelivered": info.num_redelivered, "delivered": info.delivered.consumer_seq}
+
     def delete_stream(self) -> bool:
         """Delete the schema's stream and its consumer (a chapter's reset; a test's cleanup);
         False if there was none. The next Publisher or worker creates it again."""

@@ -26,6 +26,7 @@ recorded, and a result recorded but not acknowledged is acknowledged on its rede
 
     worker = BrokerWorker("ch12", {"summary": summarise}, concurrency=4, lease=30)
     stats = worker.run()          # blocks until worker.stop() (thread- and signal-safe)
+    worker.start(); ...; stats = worker.close()   # in a thread of its own (notebooks)
 
 Handlers are the queue's: handler(payload) or handler(payload, ctx) with a
 `BrokerContext` (the delivery; `should_stop()`, `wait(s)`). One log line per event through
@@ -172,6 +173,53 @@ class BrokerWorker:
         """Run until stop(); the counts of what happened. NatsUnavailable (one line) if the
         broker cannot be reached at start-up."""
         return asyncio.run(self.run_async())
+
+    def start(self, timeout: float = 30.0) -> BrokerWorker:
+        """Run in a thread of its own (a notebook cell, whose thread already has an event
+        loop, cannot call run()); return once it fetches, or raise its start-up error
+        (NatsUnavailable...). `close()` stops it and returns the counts."""
+        check_seconds(timeout, "timeout")
+        if getattr(self, "_thread", None) is not None:
+            raise RuntimeError(f"worker {self.name} was started already")
+        self._outcome: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                self._outcome["stats"] = self.run()
+            except BaseException as exc:  # handed to start() or close()
+                self._outcome["error"] = exc
+
+        self._thread = threading.Thread(target=target, name=f"broker-worker-{self.name}",
+                                        daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.ready.wait(0.02):
+            if "error" in self._outcome:
+                raise self._outcome["error"]
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TimeoutError(f"worker {self.name} not ready within {timeout:g} s")
+        return self
+
+    def close(self, timeout: float = 60.0) -> dict[str, int]:
+        """Stop a worker started with start(), wait for its thread; its counts."""
+        check_seconds(timeout, "timeout")
+        thread = getattr(self, "_thread", None)
+        if thread is None:
+            raise RuntimeError(f"worker {self.name} was not started with start()")
+        self.stop()
+        thread.join(timeout)
+        if thread.is_alive():
+            raise TimeoutError(f"worker {self.name} did not stop within {timeout:g} s")
+        if "error" in self._outcome:
+            raise self._outcome["error"]
+        return self._outcome["stats"]
+
+    @property
+    def alive(self) -> bool:
+        """Whether a worker started with start() still runs."""
+        thread = getattr(self, "_thread", None)
+        return thread is not None and thread.is_alive()
 
     # ------------------------------------------------------------------ the loop
 

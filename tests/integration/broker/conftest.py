@@ -6,28 +6,28 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from brokerhelpers import Running
 
 from cachequeue import db
 from cachequeue.broker import BrokerWorker, Publisher
 
 
 @pytest.fixture
-def start_worker(schema) -> Iterator[Callable[..., Running]]:
+def start_worker(schema) -> Iterator[Callable[..., BrokerWorker]]:
     """start_worker(handlers, url=..., **options): a BrokerWorker on the test's schema,
-    running in a thread; every one is stopped after the test."""
-    started: list[Running] = []
+    started in its own thread (`BrokerWorker.start`); `close()` stops it and gives its
+    counts. Every one still running is closed after the test."""
+    started: list[BrokerWorker] = []
 
-    def start(handlers, *, url, **options) -> Running:
-        running = Running(BrokerWorker(schema, handlers, url=url,
-                                       connect_db=lambda: db.connect(schema), **options))
-        started.append(running)
-        return running
+    def start(handlers, *, url, **options) -> BrokerWorker:
+        worker = BrokerWorker(schema, handlers, url=url, connect_db=lambda: db.connect(schema),
+                              **options)
+        started.append(worker.start())
+        return worker
 
     yield start
-    for running in started:
-        if running.thread.is_alive():
-            running.stop()
+    for worker in started:
+        if worker.alive:
+            worker.close()
 
 
 @pytest.fixture(autouse=True)

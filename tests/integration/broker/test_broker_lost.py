@@ -45,7 +45,7 @@ def test_a_killed_and_restarted_broker_loses_and_doubles_nothing(schema, private
     time.sleep(0.5)  # the worker meets a dead broker for a while (it backs off, retries)
     private_nats.start()  # same port, same store
     wait_for(lambda: results() == JOBS, 60, "every job's result after the restart")
-    stats = running.stop()
+    stats = running.close()
     assert stats["reconnects"] >= 1
     with db.connect(schema) as conn:
         rows = fence.results(conn, names(schema).stream)

@@ -37,7 +37,7 @@ def test_a_republished_outbox_event_is_dropped_by_its_message_id(conn, schema, n
         assert pub.stream_state()["messages"] == 5  # event 2's second copy was dropped
         running = start_worker({"double": lambda p: {"twice": 2 * p["n"]}}, url=nats_url)
         wait_for(lambda: len(results()) == 5, what="five results")
-        assert running.stop()["finished"] == 5
+        assert running.close()["finished"] == 5
     rows = results()
     assert sorted(r["msg_id"] for r in rows) == sorted(str(i) for i in ids)
     assert sorted(r["result"]["twice"] for r in rows) == [0, 2, 4, 6, 8]

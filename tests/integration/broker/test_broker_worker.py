@@ -8,6 +8,7 @@ while its first delivery still runs gets exactly one result, the newer delivery'
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from brokerhelpers import wait_for
@@ -29,14 +30,18 @@ def counts(schema):
 def test_every_job_finishes_once_and_a_republished_id_is_dropped(schema, nats_url, start_worker):
     with Publisher(schema, url=nats_url) as pub:
         sent = [pub.submit("double", {"n": n}, msg_id=f"job-{n}") for n in range(30)]
+        assert pub.consumer_state() == {"pending": 30, "ack_pending": 0, "redelivered": 0,
+                                        "delivered": 0}
         again = pub.submit("double", {"n": 0}, msg_id="job-0")  # e.g. a relay retrying
         assert again.duplicate and again.seq == sent[0].seq
         assert not any(s.duplicate for s in sent)
         running = start_worker({"double": lambda p: {"twice": 2 * p["n"]}}, url=nats_url,
                                concurrency=4)
         wait_for(lambda: counts(schema)["results"] == 30, what="30 results")
-        stats = running.stop()
+        stats = running.close()
         assert pub.stream_state()["messages"] == 0  # acknowledged: gone from the stream
+        assert pub.consumer_state() == {"pending": 0, "ack_pending": 0, "redelivered": 0,
+                                        "delivered": 30}
     assert stats["finished"] == 30 and stats["stale"] == 0 and stats["dead"] == 0
     with db.connect(schema) as conn:
         rows = fence.results(conn, names(schema).stream)
@@ -60,7 +65,7 @@ def test_a_failed_attempt_is_retried_and_the_last_one_is_a_dead_letter(schema, n
         running = start_worker({"flaky": flaky}, url=nats_url, retry=FAST)
         wait_for(lambda: counts(schema)["results"] + counts(schema)["dead_letters"] == 2,
                  what="one result, one dead letter")
-        stats = running.stop()
+        stats = running.close()
         assert pub.stream_state()["messages"] == 0
     assert calls == {0: 2, 1: 2} and stats["retried"] == 2 and stats["dead"] == 1
     with db.connect(schema) as conn:
@@ -92,8 +97,9 @@ def test_a_redelivery_while_the_first_delivery_runs_gives_one_result(schema, nat
         b = start_worker({"job": slow_first}, url=nats_url, name="b", lease=1.0, heartbeat=0)
         wait_for(lambda: counts(schema)["results"] == 1, what="delivery 2's result")
         release_first.set()  # the first delivery now finishes and tries to write
-        wait_for(lambda: a.worker.stats["stale"] == 1, what="delivery 1's write refused")
-        stats_a, stats_b = a.stop(), b.stop()
+        wait_for(lambda: a.stats["stale"] == 1, what="delivery 1's write refused")
+        assert pub.consumer_state()["delivered"] == 2  # one message, delivered twice
+        stats_a, stats_b = a.close(), b.close()
         assert pub.stream_state()["messages"] == 0
     assert ran == [1, 2]
     assert (stats_a["finished"], stats_a["stale"], stats_b["finished"]) == (0, 1, 1)
@@ -118,8 +124,8 @@ def test_leases_that_all_run_out_make_a_dead_letter_by_the_advisory(schema, nats
                                concurrency=3, retry=RetryPolicy(max_attempts=2))
         wait_for(lambda: counts(schema)["dead_letters"] == 1, what="the advisory's dead letter")
         release.set()
-        wait_for(lambda: running.worker.stats["stale"] == 2, what="both late writes refused")
-        stats = running.stop()
+        wait_for(lambda: running.stats["stale"] == 2, what="both late writes refused")
+        stats = running.close()
         assert pub.stream_state()["messages"] == 0  # removed from the stream
     assert ran == [1, 2] and stats["finished"] == 0 and stats["dead"] == 1
     with db.connect(schema) as conn:
@@ -161,13 +167,51 @@ def test_a_stopping_worker_hands_a_running_job_back_to_another(schema, nats_url,
         pub.submit("slow", {"n": 1})
         a = start_worker({"slow": slow}, url=nats_url, name="a", shutdown_timeout=0.2)
         assert started.wait(30)
-        stats_a = a.stop()
+        stats_a = a.close()
         assert stats_a["released"] == 1 and stats_a["finished"] == 0
         b = start_worker({"slow": slow}, url=nats_url, name="b")
         wait_for(lambda: counts(schema)["results"] == 1, what="b finishes the handed-back job")
         release.set()
-        assert b.stop()["finished"] == 1
+        assert b.close()["finished"] == 1
         assert pub.stream_state()["messages"] == 0
     with db.connect(schema) as conn:
         (row,) = fence.results(conn, names(schema).stream)
     assert row["result"] == {"by": "b"} and row["delivery"] == 2
+
+
+def test_heartbeats_keep_a_job_longer_than_its_lease_from_being_redelivered(schema, nats_url,
+                                                                             start_worker):
+    """in_progress() every 0.3 s renews a 1 s ack_wait: a 2.5 s job is delivered once, even
+    with a second, idle worker ready to take a redelivery."""
+    ran: list[tuple[str, int]] = []
+
+    def long_job(payload, ctx):
+        ran.append((ctx.worker, ctx.delivery.delivery))
+        time.sleep(2.5)
+        return "done"
+
+    with Publisher(schema, url=nats_url, ack_wait=1.0) as pub:
+        a = start_worker({"long": long_job}, url=nats_url, name="a", lease=1.0, heartbeat=0.3)
+        b = start_worker({"long": long_job}, url=nats_url, name="b", lease=1.0, heartbeat=0.3)
+        pub.submit("long", {"n": 1})
+        wait_for(lambda: counts(schema)["results"] == 1, what="the long job's result")
+        stats = [a.close(), b.close()]
+    assert len(ran) == 1 and ran[0][1] == 1  # one delivery, never a second
+    assert sum(s["finished"] for s in stats) == 1 and sum(s["stale"] for s in stats) == 0
+
+
+@pytest.mark.private_server  # reaches no server at all
+def test_start_raises_the_start_up_error_and_close_needs_start():
+    from cachequeue import embedded_nats
+    from cachequeue.broker import BrokerWorker
+    from cachequeue.errors import NatsUnavailable
+
+    port = embedded_nats.free_ports(1)[0]
+    worker = BrokerWorker("s", {"k": print}, url=f"nats://127.0.0.1:{port}")
+    with pytest.raises(RuntimeError, match="was not started with start"):
+        worker.close()
+    with pytest.raises(NatsUnavailable, match=f"cannot reach NATS at nats://127.0.0.1:{port}"):
+        worker.start()
+    assert not worker.alive
+    with pytest.raises(RuntimeError, match="was started already"):
+        worker.start()
