@@ -33,9 +33,9 @@ ROOMS = ("app", "procs", "probes", "model", "views", "labs")
 
 # module (room.name) -> the chapters whose notebooks import it
 CHAPTERS: dict[str, tuple[str, ...]] = {
-    "chapter": ("00", "03", "04", "05", "06", "07", "08", "09", "10", "11"),
+    "chapter": ("00", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12"),
     "app.access": ("02",),
-    "app.data": ("00", "02", "08"),
+    "app.data": ("00", "02", "08", "12"),
     "app.documents": ("02", "11"),
     "app.editing": ("08",),
     "app.effects": ("06",),
@@ -49,12 +49,14 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "procs.cancelling": ("08",),
     "procs.capacity": ("08",),
     "procs.chaos": ("06",),
-    "procs.fleet": ("06",),
+    "procs.fleet": ("06", "12"),
     "procs.holder": ("06",),
+    "procs.jetlab": ("12",),
     "procs.ratelab": ("08",),
     "procs.relaylab": ("08",),
     "procs.sharedreaders": ("09",),
     "procs.stack": ("07", "08", "11"),
+    "procs.streamlab": ("12",),
     "procs.timers": ("03", "11"),
     "procs.wakeup": ("06",),
     "probes.horizon": ("03", "08"),
@@ -70,7 +72,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "model.queue_model": ("05",),
     "views.fonts": (),
     "views.frames": ("00", "03", "04", "05", "07", "11"),
-    "views.perfplots": ("10",),
+    "views.perfplots": ("10", "12"),
     "views.plots": ("01", "04"),
     "views.scrapes": ("08",),
     "views.timeline": ("06",),
@@ -78,5 +80,5 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "labs.leaselab": ("06",),
     "labs.minute": ("08",),
     "labs.opsday": ("08",),
-    "labs.perf": ("10",),
+    "labs.perf": ("10", "12"),
 }

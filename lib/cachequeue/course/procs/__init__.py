@@ -6,15 +6,17 @@
 - `chaos`: Chaos: worker processes killed, paused and respawned at random, the server restarted; what survived.
 - `fleet`: Real worker processes for the notebooks and the chaos run, watched through their log lines.
 - `holder`: What the server sees of a holder that died and of one that was paused: a session lock against a lease.
+- `jetlab`: NATS JetStream as a job queue (chapter 12): a work-queue stream, a pull consumer, brokers killed.
 - `ratelab`: A vendor's quota across real processes: no limit, a limit in each process, one in the database.
 - `relaylab`: The outbox lab: a relay process killed between publishing and marking, and a consumer.
 - `sharedreaders`: Reader processes that miss the same key of a SharedCache at once: one load across them.
 - `stack`: The HTTP service as a real child process, beside worker processes: for notebooks, tests, benchmarks.
+- `streamlab`: Redis Streams as a job queue (chapter 12): a consumer group, its pending list, and a broker killed.
 - `timers`: In-process timers die with their process; a persisted job does not (a real subprocess).
 - `wakeup`: How an idle worker learns of new work: LISTEN/NOTIFY against polling, measured on real processes.
 
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = ["browser", "cancelling", "capacity", "chaos", "fleet", "holder", "ratelab",
-           "relaylab", "sharedreaders", "stack", "timers", "wakeup"]
+__all__ = ["browser", "cancelling", "capacity", "chaos", "fleet", "holder", "jetlab", "ratelab",
+           "relaylab", "sharedreaders", "stack", "streamlab", "timers", "wakeup"]

@@ -22,15 +22,21 @@ _MARKERS = "os^vD<>"
 
 
 def plot_throughput(run: Mapping[str, Any]) -> Figure:
-    """Median jobs/s against worker processes, one line per system (bench/worker_throughput.py)."""
+    """Median jobs/s against worker processes, one line per system (bench/worker_throughput.py,
+    bench/broker_throughput.py). Where a run marks some of its systems as defaults
+    (`systems[name]["default"]`), the others are dashed and the defaults labelled."""
     rates = run["median_jobs_per_second"]
+    default = {name: bool(system.get("default", True))
+               for name, system in run.get("systems", {}).items()}
+    mixed = len(set(default.values())) > 1  # only then does "default" tell lines apart
     fig = Figure(figsize=(6.4, 3.8))
     ax = fig.subplots()
     for (system, by_count), marker in zip(rates.items(), _MARKERS, strict=False):
         counts = sorted(by_count, key=int)
-        style = "-" if run["systems"][system]["default"] else "--"
-        ax.plot([int(c) for c in counts], [by_count[c] for c in counts], style, marker=marker,
-                label=system + ("（默认）" if run["systems"][system]["default"] else ""))
+        dashed = mixed and not default.get(system, True)
+        ax.plot([int(c) for c in counts], [by_count[c] for c in counts],
+                "--" if dashed else "-", marker=marker,
+                label=system + ("（默认）" if mixed and default.get(system) else ""))
     ax.set_xticks(run["parameters"]["processes"])
     ax.set_xlabel("工作者进程数")
     ax.set_ylabel("任务/秒（中位数）")

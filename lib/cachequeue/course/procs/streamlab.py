@@ -1,0 +1,219 @@
+"""Redis Streams as a job queue (chapter 12): a consumer group, its pending list, and a broker killed.
+
+`StreamQueue` names the handful of commands a Streams queue is made of, one method each, so
+the notebook can set every step beside its PostgreSQL counterpart:
+
+    submit      XADD                     the job (its fields are the payload)
+    take        XREADGROUP ... >         a new delivery to one consumer of the group
+    pending     XPENDING (extended)      who holds a delivery, since when, how many deliveries
+    heartbeat   XCLAIM ... JUSTID        the holder claims its own entry again: idle back to 0
+    age         XCLAIM ... IDLE ms       sets an entry's idle time: the notebook's manual clock
+    reclaim     XAUTOCLAIM min-idle      entries idle for at least `lease` pass to another consumer
+    ack         XACK                     the entry leaves the pending list (no owner check!)
+    dead_letter XADD to a second stream + XACK, in one MULTI
+
+Redis keeps no lease token: XACK accepts any consumer's acknowledgement, and a consumer that
+lost its entry to XAUTOCLAIM is not told. What the result write needs instead is a fence
+(`cachequeue.shared.fenced_write` with the delivery count), which the notebook shows.
+
+`kill_run` is the durability experiment: jobs submitted to a private server, some processed,
+the server SIGKILLed and started again; `DurableRedis` is that private server with an
+append-only file (`appendfsync` always or everysec), which the course's embedded server
+never keeps.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from ... import embedded_redis
+from ...checks import check_choice, check_instance, check_int, check_seconds, check_text
+from ...errors import RedisUnavailable
+from ...localserver import file_lock
+
+__all__ = ["Delivery", "DurableRedis", "StreamQueue", "kill_run", "submit_cost"]
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One delivery of a stream entry: its id, its fields, who holds it, and how many times
+    the group has delivered it (1 on the first XREADGROUP, +1 on every XAUTOCLAIM)."""
+
+    id: str
+    payload: dict[str, str]
+    consumer: str
+    deliveries: int
+
+
+class StreamQueue:
+    """A job queue on one stream and one consumer group (created, from the start, if missing).
+
+    `client` is a redis-py client with decoded replies (`shared.connect()`); `stream` the key
+    of the stream, under the chapter's namespace; the dead letters go to `stream + ":dead"`.
+    """
+
+    def __init__(self, client: redis.Redis, stream: str, *, group: str = "workers") -> None:
+        self.client = check_instance(client, "client", redis.Redis)
+        self.stream = check_text(stream, "stream", limit=500)
+        self.group = check_text(group, "group", limit=200)
+        self.dead = stream + ":dead"
+        try:
+            client.xgroup_create(stream, group, id="0", mkstream=True)
+        except redis.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    def submit(self, **payload: str) -> str:
+        """XADD: append a job; returns its entry id (the server's acknowledgement)."""
+        if not payload:
+            raise ValueError("payload is empty: a stream entry needs at least one field")
+        return self.client.xadd(self.stream, payload)
+
+    def take(self, consumer: str, count: int = 1) -> list[Delivery]:
+        """XREADGROUP >: up to `count` entries never delivered before, now held by `consumer`
+        (no blocking: an empty list when there is none)."""
+        check_text(consumer, "consumer", limit=200)
+        check_int(count, "count", minimum=1)
+        replies = self.client.xreadgroup(self.group, consumer, {self.stream: ">"}, count=count)
+        entries = replies[0][1] if replies else []
+        return [Delivery(i, fields, consumer, 1) for i, fields in entries]
+
+    def pending(self, entry_id: str | None = None) -> list[dict[str, Any]]:
+        """XPENDING: the group's pending entries (or the one `entry_id`), each with its
+        consumer, idle milliseconds and delivery count."""
+        low = high = entry_id if entry_id is not None else None
+        return self.client.xpending_range(self.stream, self.group, low or "-", high or "+",
+                                          count=1000)
+
+    def deliveries(self, entry_id: str) -> int:
+        """How many times the group has delivered `entry_id` (0 when it is not pending)."""
+        found = self.pending(entry_id)
+        return found[0]["times_delivered"] if found else 0
+
+    def heartbeat(self, consumer: str, entry_id: str) -> bool:
+        """XCLAIM JUSTID by the holder itself: its idle time restarts at 0, its delivery count
+        stays. False when the entry is no longer pending (acknowledged by someone)."""
+        return bool(self.client.xclaim(self.stream, self.group, consumer, 0, [entry_id],
+                                       justid=True))
+
+    def age(self, entry_id: str, seconds: float) -> None:
+        """Set the entry's idle time to `seconds` (XCLAIM IDLE, owner and count unchanged):
+        time passing for its holder without the notebook waiting for it."""
+        check_seconds(seconds, "seconds", allow_zero=True)
+        owner = self.pending(entry_id)
+        if not owner:
+            raise ValueError(f"entry_id {entry_id!r} is not pending in group {self.group!r}")
+        self.client.xclaim(self.stream, self.group, owner[0]["consumer"], 0, [entry_id],
+                           idle=int(seconds * 1000), justid=True)
+
+    def reclaim(self, consumer: str, *, lease: float) -> list[Delivery]:
+        """XAUTOCLAIM: every pending entry idle for at least `lease` seconds now belongs to
+        `consumer`, its delivery count one higher."""
+        check_text(consumer, "consumer", limit=200)
+        check_seconds(lease, "lease", allow_zero=True)
+        reply = self.client.xautoclaim(self.stream, self.group, consumer,
+                                       int(lease * 1000), start_id="0-0", count=1000)
+        return [Delivery(i, fields, consumer, self.deliveries(i)) for i, fields in reply[1]]
+
+    def ack(self, entry_id: str) -> int:
+        """XACK: 1 if the entry was pending and now is not, else 0. Redis does not ask who
+        acknowledges: any client may acknowledge an entry another consumer holds."""
+        return self.client.xack(self.stream, self.group, entry_id)
+
+    def dead_letter(self, delivery: Delivery, reason: str) -> str:
+        """Copy the entry to the dead-letter stream with its delivery count and `reason`,
+        and acknowledge it, in one MULTI/EXEC; returns the dead letter's id."""
+        check_text(reason, "reason", limit=1000)
+        fields = {**delivery.payload, "source_id": delivery.id,
+                  "deliveries": str(delivery.deliveries), "reason": reason}
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.xadd(self.dead, fields).xack(self.stream, self.group, delivery.id)
+            dead_id, _ = pipe.execute()
+        return dead_id
+
+
+class DurableRedis(embedded_redis.Server):
+    """A private redis-server that keeps an append-only file (AOF) in its folder and replays
+    it when it starts again. `appendfsync`: 'always' (fsync before every reply) or
+    'everysec' (write before the reply, fsync once a second in the background). Make one
+    with `DurableRedis.keeping(appendfsync)`."""
+
+    APPENDFSYNC = ("always", "everysec")
+    appendfsync = "everysec"
+
+    @classmethod
+    def keeping(cls, appendfsync: str) -> DurableRedis:
+        """A started private server with that fsync policy (closed like `Server.private()`)."""
+        check_choice(appendfsync, "appendfsync", cls.APPENDFSYNC)
+        kind = type(f"DurableRedis_{appendfsync}", (cls,), {"appendfsync": appendfsync})
+        return kind.private()
+
+    def start(self) -> str:
+        if self.running:
+            return self.url
+        with file_lock(self.folder / "start.lock"):
+            subprocess.run(
+                [embedded_redis.binary(), "--port", "0", "--unixsocket", str(self.socket),
+                 "--unixsocketperm", "700", "--daemonize", "yes",
+                 "--pidfile", str(self.folder / "redis.pid"), "--dir", str(self.folder),
+                 "--logfile", str(self.folder / "redis.log"), "--save", "",
+                 "--appendonly", "yes", "--appendfsync", self.appendfsync],
+                check=True, capture_output=True, timeout=self.timeout)
+            deadline = time.monotonic() + self.timeout
+            while not self.running:  # it answers PING once the AOF is replayed
+                if time.monotonic() > deadline:
+                    raise RedisUnavailable(f"redis-server in {self.folder} did not answer "
+                                           f"within {self.timeout:g} s")
+                time.sleep(0.01)
+        return self.url
+
+
+def kill_run(server: embedded_redis.Server, *, jobs: int, processed: int) -> dict[str, int]:
+    """Submit `jobs` jobs to a fresh stream on `server`, let one consumer take and
+    acknowledge the first `processed`, SIGKILL the server, start it again, and count.
+
+    Returns submitted, acknowledged (XADD replies received), processed (XACKed), and after
+    the restart: remaining (entries still in the stream and not acknowledged) and lost
+    (acknowledged by the server, not processed, and gone)."""
+    check_instance(server, "server", embedded_redis.Server)
+    check_int(jobs, "jobs", minimum=1)
+    check_int(processed, "processed", minimum=0, maximum=jobs)
+    client = embedded_redis.client(server.url)
+    queue = StreamQueue(client, "kill:jobs")
+    acknowledged = [queue.submit(n=str(n)) for n in range(jobs)]
+    done = {d.id for d in queue.take("worker", processed)} if processed else set()
+    for entry_id in done:
+        queue.ack(entry_id)
+    client.close()
+    server.stop("immediate")  # SIGKILL: no shutdown, no save
+    server.start()
+    client = embedded_redis.client(server.url)
+    try:
+        survivors = {i for i, _ in client.xrange("kill:jobs")}
+    finally:
+        client.close()
+    waiting = [i for i in acknowledged if i not in done]
+    remaining = sum(1 for i in waiting if i in survivors)
+    return {"submitted": jobs, "acknowledged": len(acknowledged), "processed": len(done),
+            "remaining": remaining, "lost": len(waiting) - remaining}
+
+
+def submit_cost(server: embedded_redis.Server, *, jobs: int) -> float:
+    """Seconds per XADD, one at a time (each waits for its reply), on a fresh stream of
+    `server`: what a producer pays for the server's persistence setting."""
+    check_instance(server, "server", embedded_redis.Server)
+    check_int(jobs, "jobs", minimum=1)
+    client = embedded_redis.client(server.url)
+    try:
+        client.delete("cost:jobs")
+        started = time.perf_counter()
+        for n in range(jobs):
+            client.xadd("cost:jobs", {"n": str(n)})
+        return (time.perf_counter() - started) / jobs
+    finally:
+        client.close()
