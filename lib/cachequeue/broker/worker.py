@@ -105,6 +105,7 @@ class BrokerWorker:
                  poll: float = 1.0, shutdown_timeout: float = 30.0, replicas: int = 1,
                  reconnect_wait: float = 0.5) -> None:
         self.names = streams.names(schema)
+        self.schema = schema  # as given: db.connect adds CACHEQUEUE_SCHEMA_SUFFIX itself
         if not isinstance(handlers, Mapping) or not handlers:
             raise TypeError("handlers must be a non-empty mapping {kind: callable}")
         for kind, handler in handlers.items():
@@ -146,7 +147,7 @@ class BrokerWorker:
 
     def _connect_schema(self) -> psycopg.Connection:
         """db.connect(schema), the schema created if it is missing (its tables: install)."""
-        conn = db.connect(self.names.schema)
+        conn = db.connect(self.schema)
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
             sql.Identifier(self.names.schema)))
         return conn

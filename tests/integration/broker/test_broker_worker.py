@@ -14,7 +14,7 @@ import pytest
 from brokerhelpers import wait_for
 
 from cachequeue import db
-from cachequeue.broker import Publisher, fence, names
+from cachequeue.broker import BrokerWorker, Publisher, fence, names
 from cachequeue.queue.retry import RetryPolicy
 
 pytestmark = pytest.mark.nats
@@ -215,3 +215,14 @@ def test_start_raises_the_start_up_error_and_close_needs_start():
     assert not worker.alive
     with pytest.raises(RuntimeError, match="was started already"):
         worker.start()
+
+
+def test_the_default_connection_uses_the_schema_with_its_suffix_once(schema, monkeypatch):
+    """Without connect_db the worker connects to db.connect(schema): the suffix that
+    CACHEQUEUE_SCHEMA_SUFFIX adds (as names() does for the stream) is added once, not twice."""
+    monkeypatch.setenv("CACHEQUEUE_SCHEMA_SUFFIX", "_once")
+    worker = BrokerWorker(schema, {"noop": lambda p: p})
+    with worker.connect_db() as conn:
+        found = conn.execute("SELECT current_schema()").fetchone()[0]
+        conn.execute(f'DROP SCHEMA "{found}" CASCADE')
+    assert found == names(schema).schema == db.schema_name(schema) == schema + "_once"

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from ...checks import check_bool, check_seconds, check_text
+from ...checks import check_seconds, check_text
 from ...localserver import home
 from ...queue.logline import parse
 
@@ -161,13 +161,9 @@ class WorkerProcess(Signals):
 class Fleet:
     """Worker processes on one schema (and one server: `url`, else DATABASE_URL/embedded)."""
 
-    def __init__(self, schema: str, *, url: str | None = None, handlers: str = EFFECT_HANDLERS_SPEC,
-                 suffix: bool = True) -> None:
-        """`suffix=False`: `schema` is already the full name (`db.schema_name(...)`) and the
-        workers run without CACHEQUEUE_SCHEMA_SUFFIX, so nothing appends it a second time
-        (the broker worker of chapter 12 applies it twice to its PostgreSQL schema)."""
+    def __init__(self, schema: str, *, url: str | None = None,
+                 handlers: str = EFFECT_HANDLERS_SPEC) -> None:
         self.schema = check_text(schema, "schema")
-        self.suffix = check_bool(suffix, "suffix")
         self.url = url
         self.handlers = handlers
         self.workers: dict[str, WorkerProcess] = {}
@@ -195,8 +191,6 @@ class Fleet:
         if name in self.workers and self.workers[name].running:
             raise ValueError(f"worker {name!r} is already running")
         env = dict(os.environ)
-        if not self.suffix:
-            env.pop("CACHEQUEUE_SCHEMA_SUFFIX", None)
         if self.url is not None:
             env["DATABASE_URL"] = self.url
         proc = subprocess.Popen(self.command(name, **options), stdin=subprocess.DEVNULL,
