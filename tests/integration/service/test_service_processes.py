@@ -59,7 +59,8 @@ def session_members(sid: int) -> list[int]:
     return found
 
 
-@pytest.mark.redis  # `make serve` runs `make db`, which starts (or finds) Redis too
+@pytest.mark.redis  # `make serve` runs `make db`, which starts (or finds) Redis
+@pytest.mark.nats  # and NATS too
 def test_ctrl_c_stops_make_serve_and_every_child_exits(schema, conn):
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
     make = subprocess.Popen(["make", "--no-print-directory", "serve", "SERVE_PORT=0",
