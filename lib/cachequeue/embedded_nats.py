@@ -48,7 +48,7 @@ from urllib.parse import urlsplit
 
 from .checks import check_bool, check_int, check_seconds, check_text
 from .errors import ConfigurationError, NatsUnavailable
-from .localserver import LocalServer, command_line, file_lock, home, live_pid, shown
+from .localserver import LocalServer, Shared, command_line, file_lock, home, live_pid, shown
 
 __all__ = ["Cluster", "Server", "binary", "cluster", "connect", "data_dir", "free_ports", "info",
            "nats_url", "running_url", "source", "start", "stop"]
@@ -371,25 +371,8 @@ class Server(LocalServer):
 # ---------------------------------------------------------------------- the shared server
 
 
-def _shared() -> Server:
-    return Server(data_dir())
-
-
-def running_url() -> str | None:
-    """The shared embedded server's URL if it is up, else None (never starts it)."""
-    server = _shared()
-    return server.url if server.running else None
-
-
-def start() -> str:
-    """Start the shared embedded server if needed and return its URL. A set-up step:
-    clients never call it."""
-    return _shared().start()
-
-
-def stop() -> bool:
-    """Stop the shared embedded server. Returns False if it was not running."""
-    return _shared().stop("fast")
+_SHARED = Shared(lambda: Server(data_dir()))
+running_url, start, stop = _SHARED.running_url, _SHARED.start, _SHARED.stop
 
 
 def _check_url(url: str) -> str:
@@ -425,7 +408,7 @@ def nats_url(*, start: bool = False) -> str:
     if url:
         return _check_url(url)
     if start:
-        return _shared().start()
+        return _SHARED.start()
     if found := running_url():
         return found
     binary()  # no nats-server at all: that message says what to do instead

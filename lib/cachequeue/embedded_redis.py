@@ -36,7 +36,16 @@ from redis.retry import Retry
 
 from .checks import check_bool, check_seconds
 from .errors import ConfigurationError, RedisUnavailable
-from .localserver import LocalServer, command_line, file_lock, home, live_pid, shown, socket_path
+from .localserver import (
+    LocalServer,
+    Shared,
+    command_line,
+    file_lock,
+    home,
+    live_pid,
+    shown,
+    socket_path,
+)
 
 __all__ = ["Server", "binary", "client", "data_dir", "redis_url", "running_url", "source", "start",
            "stop"]
@@ -201,25 +210,8 @@ class Server(LocalServer):
             self.socket.unlink()  # a short socket path lives outside the folder
 
 
-def _shared() -> Server:
-    return Server(data_dir())
-
-
-def running_url() -> str | None:
-    """The shared embedded server's URL if it is up, else None (never starts it)."""
-    server = _shared()
-    return server.url if server.running else None
-
-
-def start() -> str:
-    """Start the shared embedded server if needed and return its URL. A set-up step:
-    clients never call it."""
-    return _shared().start()
-
-
-def stop() -> bool:
-    """Stop the shared embedded server. Returns False if it was not running."""
-    return _shared().stop("fast")
+_SHARED = Shared(lambda: Server(data_dir()))
+running_url, start, stop = _SHARED.running_url, _SHARED.start, _SHARED.stop
 
 
 def redis_url(*, start: bool = False) -> str:
@@ -232,7 +224,7 @@ def redis_url(*, start: bool = False) -> str:
     url = os.environ.get("REDIS_URL", "").strip()
     if not url:
         if start:
-            return _shared().start()
+            return _SHARED.start()
         if found := running_url():
             return found
         binary()  # no redis-server at all: that message says what to do instead

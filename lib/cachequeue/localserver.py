@@ -219,6 +219,29 @@ class LocalServer:
         return f"{type(self).__name__}({str(self.folder)!r}, {state})"
 
 
+class Shared:
+    """The shared server of one kind, the one in its folder inside the checkout, as the module
+    functions `running_url()`, `start()` and `stop()` give it (embedded_redis, embedded_nats).
+    `server` makes the LocalServer of that folder."""
+
+    def __init__(self, server: Callable[[], LocalServer]) -> None:
+        self._server = server
+
+    def running_url(self) -> str | None:
+        """The shared server's URL if it is up, else None (never starts it)."""
+        server = self._server()
+        return server.url if server.running else None
+
+    def start(self) -> str:
+        """Start the shared server if needed and return its URL. A set-up step: clients
+        never call it."""
+        return self._server().start()
+
+    def stop(self) -> bool:
+        """Stop the shared server (fast). Returns False if it was not running."""
+        return self._server().stop("fast")
+
+
 def command_line(argv: list[str], *, prog: str, start: Callable[[], str],
                  stop: Callable[[], bool], running_url: Callable[[], str | None],
                  folder: Callable[[], Path], errors: tuple[type[BaseException], ...]) -> int:
