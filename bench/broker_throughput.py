@@ -115,13 +115,18 @@ def redis_reset(client, n: int, stamp: str | None = None) -> None:
     pipe.execute()
 
 
-def redis_worker(url: str, name: str, gated: bool = False) -> subprocess.Popen:
+def _child(flag: str, url: str, name: str, gated: bool, stdin: int) -> subprocess.Popen:
+    """This script again as a consumer process (`flag`: --child-redis or --child-bare)."""
     log = tempfile.TemporaryFile()  # noqa: SIM115 -- closed by wt.stop()
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--child-redis", url,
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), flag, url,
                              "--name", name, *(["--gated"] if gated else [])],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, text=True)
+                            stdin=stdin, stdout=subprocess.PIPE, stderr=log, text=True)
     proc.log = log
     return proc
+
+
+def redis_worker(url: str, name: str, gated: bool = False) -> subprocess.Popen:
+    return _child("--child-redis", url, name, gated, subprocess.DEVNULL)
 
 
 def redis_drain(url: str, processes: int, n: int, timeout: float) -> dict:
@@ -192,11 +197,7 @@ def js_bare_child(url: str, name: str, gated: bool) -> None:
 
 
 def bare_worker(url: str, name: str, gated: bool = False) -> subprocess.Popen:
-    log = tempfile.TemporaryFile()  # noqa: SIM115 -- closed by wt.stop()
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--child-bare", url,
-                             "--name", name, *(["--gated"] if gated else [])],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
-    proc.log = log
+    proc = _child("--child-bare", url, name, gated, subprocess.PIPE)
     if proc.stdout.readline().strip() != "ready":
         proc.wait(30)
         error = wt._failed([proc])

@@ -57,6 +57,8 @@ def _redis_line(url: str) -> str:
     client = embedded_redis.client(url, timeout=5)
     try:
         version = client.info("server")["redis_version"]
+    except redis.RedisError as exc:
+        raise RedisUnavailable(f"cannot reach {url}: {exc}") from exc
     finally:
         client.close()
     return f"Redis {version} ({embedded_redis.source()})"
@@ -76,21 +78,16 @@ def _main() -> int:
         print(f"servers: {exc}", file=sys.stderr)
         return 1
     status = 0
-    if servers.redis is None:
-        print(f"redis: not available: {servers.redis_problem} (needed from chapter 09 on)")
-    else:
+    for name, line, needed in (("redis", _redis_line, "needed from chapter 09 on"),
+                               ("nats", _nats_line, "needed in chapter 12")):
+        url = getattr(servers, name)
+        if url is None:
+            print(f"{name}: not available: {getattr(servers, name + '_problem')} ({needed})")
+            continue
         try:
-            print(f"redis: {_redis_line(servers.redis)}")
-        except redis.RedisError as exc:
-            print(f"redis: cannot reach {servers.redis}: {exc}", file=sys.stderr)
-            status = 1
-    if servers.nats is None:
-        print(f"nats: not available: {servers.nats_problem} (needed in chapter 12)")
-    else:
-        try:
-            print(f"nats: {_nats_line(servers.nats)}")
-        except NatsUnavailable as exc:
-            print(f"nats: {exc}", file=sys.stderr)
+            print(f"{name}: {line(url)}")
+        except (RedisUnavailable, NatsUnavailable) as exc:
+            print(f"{name}: {exc}", file=sys.stderr)
             status = 1
     return status
 

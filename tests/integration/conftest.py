@@ -55,6 +55,14 @@ def keyspace(redis_url):
     client.close()
 
 
+def _binary_or_skip(module, error) -> None:
+    """Skip the test where `module` (embedded_redis, embedded_nats) finds no server binary."""
+    try:
+        module.binary()
+    except error as exc:
+        pytest.skip(str(exc))
+
+
 @pytest.fixture
 def private_redis():
     """A throw-away embedded Redis server of this test's own (stopped and removed after),
@@ -62,10 +70,7 @@ def private_redis():
     from cachequeue import embedded_redis
     from cachequeue.errors import RedisUnavailable
 
-    try:
-        embedded_redis.binary()
-    except RedisUnavailable as exc:
-        pytest.skip(str(exc))
+    _binary_or_skip(embedded_redis, RedisUnavailable)
     with embedded_redis.Server.private() as server:
         yield server
 
@@ -77,10 +82,7 @@ def private_nats():
     from cachequeue import embedded_nats
     from cachequeue.errors import NatsUnavailable
 
-    try:
-        embedded_nats.binary()
-    except NatsUnavailable as exc:
-        pytest.skip(str(exc))
+    _binary_or_skip(embedded_nats, NatsUnavailable)
     with embedded_nats.Server.private() as server:
         yield server
 
@@ -91,9 +93,6 @@ def nats_cluster():
     from cachequeue import embedded_nats
     from cachequeue.errors import NatsUnavailable
 
-    try:
-        embedded_nats.binary()
-    except NatsUnavailable as exc:
-        pytest.skip(str(exc))
+    _binary_or_skip(embedded_nats, NatsUnavailable)
     with embedded_nats.cluster(3) as made:
         yield made
