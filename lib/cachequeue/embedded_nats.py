@@ -168,6 +168,8 @@ class Server(LocalServer):
     """
 
     PRIVATE_PREFIX = "nats-"
+    PROGRAM = "nats-server"
+    UNAVAILABLE = NatsUnavailable
 
     def __init__(self, folder: str | os.PathLike, *, port: int | None = None,
                  http_port: int | None = None, jetstream: bool = True,
@@ -336,15 +338,7 @@ class Server(LocalServer):
     def _stop(self, mode: str) -> None:
         pid = self.pid()
         signals = [signal.SIGTERM, signal.SIGKILL] if mode == "fast" else [signal.SIGKILL]
-        for sig in signals:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGCONT)  # a frozen server could not act on SIGTERM
-                os.kill(pid, sig)
-            deadline = time.monotonic() + self.timeout
-            while self.pid() == pid and time.monotonic() < deadline:
-                time.sleep(0.01)
-            if self.pid() != pid:
-                break
+        self._signal_until_gone(pid, signals, self.timeout)
         with contextlib.suppress(FileNotFoundError):
             (self.folder / "nats.pid").unlink()
 
@@ -352,20 +346,6 @@ class Server(LocalServer):
         """SIGKILL, like a crash (= stop('immediate')). False if it was not running."""
         return self.stop("immediate")
 
-    def freeze(self) -> None:
-        """Stop the server process with SIGSTOP: its sockets stay open but it answers
-        nothing. `thaw()` resumes it."""
-        self._signal(signal.SIGSTOP)
-
-    def thaw(self) -> None:
-        """Resume a frozen server (SIGCONT)."""
-        self._signal(signal.SIGCONT)
-
-    def _signal(self, sig: signal.Signals) -> None:
-        pid = self.pid()
-        if pid is None:
-            raise NatsUnavailable(f"no nats-server is running in {shown(self.folder)}")
-        os.kill(pid, sig)
 
 
 # ---------------------------------------------------------------------- the shared server

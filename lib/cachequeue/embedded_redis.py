@@ -104,6 +104,8 @@ class Server(LocalServer):
     """
 
     PRIVATE_PREFIX = "redis-"
+    PROGRAM = "redis-server"
+    UNAVAILABLE = RedisUnavailable
 
     def __init__(self, folder: str | os.PathLike, *, timeout: float = 10.0) -> None:
         super().__init__(folder)
@@ -177,32 +179,9 @@ class Server(LocalServer):
             finally:
                 admin.close()
         signals = [signal.SIGTERM, signal.SIGKILL] if mode == "fast" else [signal.SIGKILL]
-        for sig in ([None] if asked else []) + signals:
-            if sig is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, sig)
-            deadline = time.monotonic() + self.timeout
-            while self.pid() == pid and time.monotonic() < deadline:
-                time.sleep(0.01)
-            if self.pid() != pid:
-                break
+        self._signal_until_gone(pid, ([None] if asked else []) + signals, self.timeout)
         with contextlib.suppress(FileNotFoundError):
             self.socket.unlink()
-
-    def freeze(self) -> None:
-        """Stop the server process with SIGSTOP: it keeps its socket and its data but
-        answers nothing, like a server stuck in a long pause. `thaw()` resumes it."""
-        self._signal(signal.SIGSTOP)
-
-    def thaw(self) -> None:
-        """Resume a frozen server (SIGCONT)."""
-        self._signal(signal.SIGCONT)
-
-    def _signal(self, sig: signal.Signals) -> None:
-        pid = self.pid()
-        if pid is None:
-            raise RedisUnavailable(f"no redis-server is running in {self.folder}")
-        os.kill(pid, sig)
 
     def _remove(self) -> None:
         super()._remove()

@@ -19,9 +19,11 @@ import fcntl
 import hashlib
 import os
 import shutil
+import signal
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -143,6 +145,44 @@ class LocalServer:
     def _remove(self) -> None:
         """Delete a private server's files (its folder; a subclass adds what lives elsewhere)."""
         shutil.rmtree(self.folder, ignore_errors=True)
+
+    # ------------------------------------------------------------------ by signals
+    # For a server that is one process of ours (redis-server, nats-server): the kind names
+    # its program and the error for "not running" (PROGRAM, UNAVAILABLE).
+
+    PROGRAM: ClassVar[str] = "server"
+    UNAVAILABLE: ClassVar[type[Exception]] = RuntimeError
+
+    def freeze(self) -> None:
+        """Stop the server process with SIGSTOP: it keeps its sockets and its data but
+        answers nothing, like a server stuck in a long pause. `thaw()` resumes it."""
+        self._signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """Resume a frozen server (SIGCONT)."""
+        self._signal(signal.SIGCONT)
+
+    def _signal(self, sig: signal.Signals) -> None:
+        pid = self.pid()
+        if pid is None:
+            raise self.UNAVAILABLE(f"no {self.PROGRAM} is running in {shown(self.folder)}")
+        os.kill(pid, sig)
+
+    def _signal_until_gone(self, pid: int, signals: Sequence[signal.Signals | None],
+                           timeout: float) -> None:
+        """Send each of `signals` in turn (None: send none, only wait), each after a SIGCONT
+        (a frozen process cannot act on SIGTERM), until process `pid` is gone; up to
+        `timeout` seconds for each."""
+        for sig in signals:
+            if sig is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+                    os.kill(pid, sig)
+            deadline = time.monotonic() + timeout
+            while self.pid() == pid and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if self.pid() != pid:
+                return
 
     # ------------------------------------------------------------------ the shape
 
