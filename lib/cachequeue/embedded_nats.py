@@ -48,7 +48,7 @@ from urllib.parse import urlsplit
 
 from .checks import check_bool, check_int, check_seconds, check_text
 from .errors import ConfigurationError, NatsUnavailable
-from .localserver import LocalServer, Shared, command_line, file_lock, home, live_pid, shown
+from .localserver import LocalServer, Shared, command_line, home, live_pid, shown
 
 __all__ = ["Cluster", "Server", "binary", "cluster", "connect", "data_dir", "free_ports", "info",
            "nats_url", "running_url", "source", "start", "stop"]
@@ -307,33 +307,27 @@ class Server(LocalServer):
         self.settings_file.write_text(json.dumps(wanted, indent=1) + "\n")
         return wanted
 
-    def start(self) -> str:
-        """Start the server unless it runs; return its URL once it sends INFO."""
-        if self.running:
-            return self.url
-        with file_lock(self.folder / "start.lock"):
-            if self.running:  # another process started it while we waited
-                return self.url
-            if self.settings() is None or not (self.folder / "nats.conf").exists():
-                self._write_config()
-            log = self.folder / "nats.log"
-            self._proc = subprocess.Popen(
-                [binary(), "-c", str(self.folder / "nats.conf")], stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                close_fds=True)
-            deadline = time.monotonic() + self.timeout
-            while not self.running:
-                ended = self._proc.poll() is not None
-                if ended or time.monotonic() > deadline:
-                    if not ended:
-                        self._proc.kill()
-                        self._proc.wait()
-                    tail = log.read_text(errors="replace")[-600:] if log.exists() else ""
-                    what = "exited" if ended else f"did not answer within {self.timeout:g} s"
-                    raise NatsUnavailable(f"nats-server in {shown(self.folder)} {what}; "
-                                          f"its log ends: {tail!r}")
-                time.sleep(0.02)
-        return self.url
+    def _launch(self) -> None:
+        """nats-server with this folder's configuration, sending INFO."""
+        if self.settings() is None or not (self.folder / "nats.conf").exists():
+            self._write_config()
+        log = self.folder / "nats.log"
+        self._proc = subprocess.Popen(
+            [binary(), "-c", str(self.folder / "nats.conf")], stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            close_fds=True)
+        deadline = time.monotonic() + self.timeout
+        while not self.running:
+            ended = self._proc.poll() is not None
+            if ended or time.monotonic() > deadline:
+                if not ended:
+                    self._proc.kill()
+                    self._proc.wait()
+                tail = log.read_text(errors="replace")[-600:] if log.exists() else ""
+                what = "exited" if ended else f"did not answer within {self.timeout:g} s"
+                raise NatsUnavailable(f"nats-server in {shown(self.folder)} {what}; "
+                                      f"its log ends: {tail!r}")
+            time.sleep(0.02)
 
     def _stop(self, mode: str) -> None:
         pid = self.pid()

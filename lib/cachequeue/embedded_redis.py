@@ -34,13 +34,12 @@ import redis.asyncio
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from .checks import check_bool, check_seconds
+from .checks import check_bool, check_choice, check_seconds
 from .errors import ConfigurationError, RedisUnavailable
 from .localserver import (
     LocalServer,
     Shared,
     command_line,
-    file_lock,
     home,
     live_pid,
     shown,
@@ -94,7 +93,8 @@ def binary() -> str:
 
 
 class Server(LocalServer):
-    """One redis-server in `folder`, on a Unix socket, keeping nothing on disk.
+    """One redis-server in `folder`, on a Unix socket, keeping nothing on disk (or, with
+    `appendfsync`, an append-only file).
 
     `start()` is idempotent and safe from several processes at once; `stop(mode)` shuts the
     server down ('fast': SHUTDOWN NOSAVE; 'immediate': SIGKILL, like a crash) and waits
@@ -107,9 +107,16 @@ class Server(LocalServer):
     PROGRAM = "redis-server"
     UNAVAILABLE = RedisUnavailable
 
-    def __init__(self, folder: str | os.PathLike, *, timeout: float = 10.0) -> None:
+    APPENDFSYNC = ("always", "everysec")
+
+    def __init__(self, folder: str | os.PathLike, *, timeout: float = 10.0,
+                 appendfsync: str | None = None) -> None:
+        """`appendfsync` ('always' or 'everysec'): keep an append-only file in the folder,
+        replayed when the server starts again, with that fsync policy; None keeps nothing."""
         super().__init__(folder)
         self.timeout = check_seconds(timeout, "timeout")
+        self.appendfsync = (None if appendfsync is None
+                            else check_choice(appendfsync, "appendfsync", self.APPENDFSYNC))
 
     @classmethod
     def private_parent(cls) -> Path:
@@ -140,29 +147,25 @@ class Server(LocalServer):
         finally:
             probe.close()
 
-    def start(self) -> str:
-        """Start the server unless it runs; return its URL once it answers PING."""
-        if self.running:
-            return self.url
-        with file_lock(self.folder / "start.lock"):
-            if self.running:  # another process started it while we waited
-                return self.url
-            log = self.folder / "redis.log"
-            subprocess.run(
-                [binary(), "--port", "0", "--unixsocket", str(self.socket),
-                 "--unixsocketperm", "700", "--daemonize", "yes",
-                 "--pidfile", str(self.folder / "redis.pid"), "--dir", str(self.folder),
-                 "--logfile", str(log), "--save", "", "--appendonly", "no"],
-                check=True, capture_output=True, timeout=self.timeout,
-            )
-            deadline = time.monotonic() + self.timeout
-            while not self.running:  # the daemon forks; wait for its answer, bounded
-                if time.monotonic() > deadline:
-                    tail = log.read_text(errors="replace")[-500:] if log.exists() else ""
-                    raise RedisUnavailable(f"redis-server in {self.folder} did not answer "
-                                           f"within {self.timeout:g} s; its log ends: {tail!r}")
-                time.sleep(0.01)
-        return self.url
+    def _launch(self) -> None:
+        """redis-server, answering PING (after replaying its append-only file, if it keeps one)."""
+        log = self.folder / "redis.log"
+        keep = (["--appendonly", "no"] if self.appendfsync is None
+                else ["--appendonly", "yes", "--appendfsync", self.appendfsync])
+        subprocess.run(
+            [binary(), "--port", "0", "--unixsocket", str(self.socket),
+             "--unixsocketperm", "700", "--daemonize", "yes",
+             "--pidfile", str(self.folder / "redis.pid"), "--dir", str(self.folder),
+             "--logfile", str(log), "--save", "", *keep],
+            check=True, capture_output=True, timeout=self.timeout,
+        )
+        deadline = time.monotonic() + self.timeout
+        while not self.running:  # the daemon forks; wait for its answer, bounded
+            if time.monotonic() > deadline:
+                tail = log.read_text(errors="replace")[-500:] if log.exists() else ""
+                raise RedisUnavailable(f"redis-server in {self.folder} did not answer "
+                                       f"within {self.timeout:g} s; its log ends: {tail!r}")
+            time.sleep(0.01)
 
     def _stop(self, mode: str) -> None:
         pid = self.pid()

@@ -136,7 +136,18 @@ class LocalServer:
         raise NotImplementedError
 
     def start(self) -> str:
-        """Start the server unless it runs; return its URL once it accepts connections."""
+        """Start the server unless it runs; return its URL once it accepts connections.
+        Two processes starting one folder's server at once are serialised by a file lock:
+        the second finds it running."""
+        if self.running:
+            return self.url
+        with file_lock(self.folder / "start.lock"):
+            if not self.running:  # else another process started it while we waited
+                self._launch()
+        return self.url
+
+    def _launch(self) -> None:
+        """Start the server process and return once it answers (under the start lock)."""
         raise NotImplementedError
 
     def _stop(self, mode: str) -> None:

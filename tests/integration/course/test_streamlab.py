@@ -47,14 +47,14 @@ def test_bad_arguments_are_refused(keyspace):
     with pytest.raises(TypeError, match="client"):
         streamlab.StreamQueue("redis://", "jobs")
     with pytest.raises(ValueError, match="appendfsync"):
-        streamlab.DurableRedis.keeping("no")
+        embedded_redis.Server.private(appendfsync="no")
 
 
 @pytest.mark.private_server
 def test_a_sigkill_loses_the_unprocessed_jobs_without_persistence_and_none_with_aof():
     with embedded_redis.Server.private() as server:
         bare = streamlab.kill_run(server, jobs=40, processed=10)
-    with streamlab.DurableRedis.keeping("always") as server:
+    with embedded_redis.Server.private(appendfsync="always") as server:
         kept = streamlab.kill_run(server, jobs=40, processed=10)
     assert bare == {"submitted": 40, "acknowledged": 40, "processed": 10, "remaining": 0,
                     "lost": 30}

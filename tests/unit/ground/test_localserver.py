@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cachequeue import embedded, embedded_redis
+from cachequeue import embedded, embedded_nats, embedded_redis
 from cachequeue.errors import DatabaseUnavailable
 from cachequeue.localserver import (
     LocalServer,
@@ -93,14 +93,20 @@ def test_a_deep_folder_gets_short_stable_socket_paths(tmp_path):
     assert embedded_redis.Server(deep).socket != pg.socket_dir / ".s.PGSQL.5432"
 
 
-def test_both_servers_have_the_one_shape():
-    """The lifecycle is written once (LocalServer); each server adds only how it runs."""
+def test_every_server_has_the_one_shape():
+    """The lifecycle is written once (LocalServer); each server adds only how it runs. The
+    one-process servers (Redis, NATS) share the locked start, freeze, thaw and the signals
+    that stop them too, and add only how they launch; PostgreSQL starts through pg_ctl."""
     shared = ("private", "reap", "stop", "restart", "close", "__enter__", "__exit__")
-    own = ("url", "running", "pid", "start", "_stop", "private_parent")
-    for cls in (embedded.Server, embedded_redis.Server):
+    own = ("url", "running", "pid", "_stop", "private_parent")
+    for cls in (embedded.Server, embedded_redis.Server, embedded_nats.Server):
         assert issubclass(cls, LocalServer)
         assert all(name not in vars(cls) for name in shared), cls
         assert all(name in vars(cls) for name in own), cls
+    assert "start" in vars(embedded.Server)
+    for cls in (embedded_redis.Server, embedded_nats.Server):
+        assert "_launch" in vars(cls), cls
+        assert all(name not in vars(cls) for name in ("start", "freeze", "thaw", "_signal")), cls
     with pytest.raises(ValueError, match=r"mode must be one of \('fast', 'immediate'\)"):
         embedded.Server("/nonexistent").stop("smart")  # checked before anything is looked at
 

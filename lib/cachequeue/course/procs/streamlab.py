@@ -17,14 +17,13 @@ lost its entry to XAUTOCLAIM is not told. What the result write needs instead is
 (`cachequeue.shared.fenced_write` with the delivery count), which the notebook shows.
 
 `kill_run` is the durability experiment: jobs submitted to a private server, some processed,
-the server SIGKILLed and started again; `DurableRedis` is that private server with an
-append-only file (`appendfsync` always or everysec), which the course's embedded server
-never keeps.
+the server SIGKILLed and started again, on a private server that keeps nothing
+(`embedded_redis.Server.private()`, as the course's embedded server) or an append-only file
+(`Server.private(appendfsync="always")` or `"everysec"`).
 """
 
 from __future__ import annotations
 
-import subprocess
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -32,11 +31,9 @@ from typing import Any
 import redis
 
 from ... import embedded_redis
-from ...checks import check_choice, check_instance, check_int, check_seconds, check_text
-from ...errors import RedisUnavailable
-from ...localserver import file_lock
+from ...checks import check_instance, check_int, check_seconds, check_text
 
-__all__ = ["Delivery", "DurableRedis", "StreamQueue", "kill_run", "submit_cost"]
+__all__ = ["Delivery", "StreamQueue", "kill_run", "submit_cost"]
 
 
 @dataclass(frozen=True)
@@ -135,42 +132,6 @@ class StreamQueue:
             pipe.xadd(self.dead, fields).xack(self.stream, self.group, delivery.id)
             dead_id, _ = pipe.execute()
         return dead_id
-
-
-class DurableRedis(embedded_redis.Server):
-    """A private redis-server that keeps an append-only file (AOF) in its folder and replays
-    it when it starts again. `appendfsync`: 'always' (fsync before every reply) or
-    'everysec' (write before the reply, fsync once a second in the background). Make one
-    with `DurableRedis.keeping(appendfsync)`."""
-
-    APPENDFSYNC = ("always", "everysec")
-    appendfsync = "everysec"
-
-    @classmethod
-    def keeping(cls, appendfsync: str) -> DurableRedis:
-        """A started private server with that fsync policy (closed like `Server.private()`)."""
-        check_choice(appendfsync, "appendfsync", cls.APPENDFSYNC)
-        kind = type(f"DurableRedis_{appendfsync}", (cls,), {"appendfsync": appendfsync})
-        return kind.private()
-
-    def start(self) -> str:
-        if self.running:
-            return self.url
-        with file_lock(self.folder / "start.lock"):
-            subprocess.run(
-                [embedded_redis.binary(), "--port", "0", "--unixsocket", str(self.socket),
-                 "--unixsocketperm", "700", "--daemonize", "yes",
-                 "--pidfile", str(self.folder / "redis.pid"), "--dir", str(self.folder),
-                 "--logfile", str(self.folder / "redis.log"), "--save", "",
-                 "--appendonly", "yes", "--appendfsync", self.appendfsync],
-                check=True, capture_output=True, timeout=self.timeout)
-            deadline = time.monotonic() + self.timeout
-            while not self.running:  # it answers PING once the AOF is replayed
-                if time.monotonic() > deadline:
-                    raise RedisUnavailable(f"redis-server in {self.folder} did not answer "
-                                           f"within {self.timeout:g} s")
-                time.sleep(0.01)
-        return self.url
 
 
 def kill_run(server: embedded_redis.Server, *, jobs: int, processed: int) -> dict[str, int]:
