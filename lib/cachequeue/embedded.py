@@ -35,7 +35,15 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .errors import DatabaseUnavailable
-from .localserver import LocalServer, command_line, file_lock, home, live_pid, shown, socket_path
+from .localserver import (
+    LocalServer,
+    command_line,
+    file_lock,
+    home,
+    live_pid,
+    socket_path,
+    source_of,
+)
 
 __all__ = ["Server", "data_dir", "running_url", "source", "start", "stop"]
 
@@ -55,9 +63,7 @@ def data_dir() -> Path:
 def source() -> str:
     """Where the course's database comes from, as any clone reads it: 'DATABASE_URL' when
     that is set, else 'embedded, .pgdata/data' (the folder relative to the checkout)."""
-    if os.environ.get("DATABASE_URL", "").strip():
-        return "DATABASE_URL"
-    return f"embedded, {shown(data_dir())}"
+    return source_of("DATABASE_URL", data_dir())
 
 
 def _uri(socket_dir: str | Path) -> str:

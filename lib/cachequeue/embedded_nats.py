@@ -48,7 +48,7 @@ from urllib.parse import urlsplit
 
 from .checks import check_bool, check_int, check_seconds, check_text
 from .errors import ConfigurationError, NatsUnavailable
-from .localserver import LocalServer, Shared, command_line, home, live_pid, shown
+from .localserver import LocalServer, Shared, command_line, home, live_pid, shown, source_of
 
 __all__ = ["Cluster", "Server", "binary", "cluster", "connect", "data_dir", "free_ports", "info",
            "nats_url", "running_url", "source", "start", "stop"]
@@ -67,9 +67,7 @@ def data_dir() -> Path:
 def source() -> str:
     """Where the course's NATS comes from, as any clone reads it: 'NATS_URL' when that is
     set, else 'embedded, .nats' (the folder relative to the checkout)."""
-    if os.environ.get("NATS_URL", "").strip():
-        return "NATS_URL"
-    return f"embedded, {shown(data_dir())}"
+    return source_of("NATS_URL", data_dir())
 
 
 def binary() -> str:
@@ -377,17 +375,13 @@ def nats_url(*, start: bool = False) -> str:
     The embedded server is never started here unless `start` is True (the set-up paths
     only): a client that finds it stopped gets NatsUnavailable, which says to run
     `make db`, and the server stays down until someone does."""
-    check_bool(start, "start")
-    url = os.environ.get("NATS_URL", "").strip()
-    if url:
-        return _check_url(url)
-    if start:
-        return _SHARED.start()
-    if found := running_url():
-        return found
+    return _SHARED.url("NATS_URL", _check_url, start=start, stopped=_stopped)
+
+
+def _stopped() -> NatsUnavailable:
     binary()  # no nats-server at all: that message says what to do instead
-    raise NatsUnavailable(f"the embedded NATS server is not running (folder "
-                          f"{shown(data_dir())}): run `make db` to start it, or set NATS_URL")
+    return NatsUnavailable(f"the embedded NATS server is not running (folder "
+                           f"{shown(data_dir())}): run `make db` to start it, or set NATS_URL")
 
 
 async def _quiet(exc: Exception) -> None:

@@ -34,7 +34,7 @@ import redis.asyncio
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from .checks import check_bool, check_choice, check_seconds
+from .checks import check_choice, check_seconds
 from .errors import ConfigurationError, RedisUnavailable
 from .localserver import (
     LocalServer,
@@ -42,8 +42,8 @@ from .localserver import (
     command_line,
     home,
     live_pid,
-    shown,
     socket_path,
+    source_of,
 )
 
 __all__ = ["Server", "binary", "client", "data_dir", "redis_url", "running_url", "source", "start",
@@ -60,9 +60,7 @@ def data_dir() -> Path:
 def source() -> str:
     """Where the course's Redis comes from, as any clone reads it: 'REDIS_URL' when that is
     set, else 'embedded, .redis' (the folder relative to the checkout)."""
-    if os.environ.get("REDIS_URL", "").strip():
-        return "REDIS_URL"
-    return f"embedded, {shown(data_dir())}"
+    return source_of("REDIS_URL", data_dir())
 
 
 def client(url: str, *, timeout: float = 5.0, asynchronous: bool = False, **kwargs):
@@ -202,16 +200,16 @@ def redis_url(*, start: bool = False) -> str:
     The embedded server is never started here unless `start` is True (the set-up paths
     only): a client that finds it stopped gets RedisUnavailable, which says to run
     `make db`, and the server stays down until someone does."""
-    check_bool(start, "start")
-    url = os.environ.get("REDIS_URL", "").strip()
-    if not url:
-        if start:
-            return _SHARED.start()
-        if found := running_url():
-            return found
-        binary()  # no redis-server at all: that message says what to do instead
-        raise RedisUnavailable(f"the embedded Redis is not running (folder {data_dir()}): "
-                               "run `make db` to start it, or set REDIS_URL")
+    return _SHARED.url("REDIS_URL", _check_url, start=start, stopped=_stopped)
+
+
+def _stopped() -> RedisUnavailable:
+    binary()  # no redis-server at all: that message says what to do instead
+    return RedisUnavailable(f"the embedded Redis is not running (folder {data_dir()}): "
+                            "run `make db` to start it, or set REDIS_URL")
+
+
+def _check_url(url: str) -> str:
     parts = urlsplit(url)
     if "://" not in url or parts.scheme not in _SCHEMES:
         raise ConfigurationError(

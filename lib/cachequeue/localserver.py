@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from .checks import check_choice
+from .checks import check_bool, check_choice
 
 __all__ = ["MODES", "LocalServer", "command_line", "file_lock", "home", "live_pid", "shown",
            "socket_path"]
@@ -62,6 +62,15 @@ def shown(text: str | os.PathLike) -> str:
             text = text.replace(folder + "/", "" if name == "." else name + "/")
             text = name if text == folder else text
     return text
+
+
+def source_of(variable: str, folder: Path) -> str:
+    """Where a server of the course comes from, as any clone reads it: the environment
+    variable's name when it is set (it always wins), else 'embedded, <folder>' (relative to
+    the checkout)."""
+    if os.environ.get(variable, "").strip():
+        return variable
+    return f"embedded, {shown(folder)}"
 
 
 def socket_path(wanted: Path, folder: Path, name: str) -> Path:
@@ -291,6 +300,21 @@ class Shared:
     def stop(self) -> bool:
         """Stop the shared server (fast). Returns False if it was not running."""
         return self._server().stop("fast")
+
+    def url(self, variable: str, check: Callable[[str], str], *, start: bool,
+            stopped: Callable[[], Exception]) -> str:
+        """`variable` from the environment if set (as `check` passes it: it raises on a bad
+        form), else the shared server's URL. The shared server is started here only when
+        `start` is True (the set-up paths); a client that finds it stopped gets `stopped()`
+        raised (which says to run `make db`), and the server stays down."""
+        check_bool(start, "start")
+        if url := os.environ.get(variable, "").strip():
+            return check(url)
+        if start:
+            return self.start()
+        if found := self.running_url():
+            return found
+        raise stopped()
 
 
 def command_line(argv: list[str], *, prog: str, start: Callable[[], str],

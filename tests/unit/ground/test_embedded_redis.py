@@ -28,14 +28,14 @@ def no_start(monkeypatch):
 
 def test_redis_url_wins_when_set(monkeypatch, no_start):
     monkeypatch.setenv("REDIS_URL", " redis://127.0.0.1:6379/9 ")
-    monkeypatch.setattr(embedded_redis, "running_url", lambda: pytest.fail("must not look"))
+    monkeypatch.setattr(embedded_redis._SHARED, "running_url", lambda: pytest.fail("must not look"))
     assert embedded_redis.redis_url() == "redis://127.0.0.1:6379/9"
     assert embedded_redis.redis_url(start=True) == "redis://127.0.0.1:6379/9"
 
 
 def test_without_redis_url_the_running_embedded_server_is_used(monkeypatch, no_start):
     monkeypatch.delenv("REDIS_URL", raising=False)
-    monkeypatch.setattr(embedded_redis, "running_url", lambda: "unix:///x/redis.sock")
+    monkeypatch.setattr(embedded_redis._SHARED, "running_url", lambda: "unix:///x/redis.sock")
     assert embedded_redis.redis_url() == "unix:///x/redis.sock"
 
 
