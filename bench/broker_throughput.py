@@ -425,14 +425,8 @@ def idle_cost(system: str, url: str, redis_url: str, nats: str, server, windows)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=2000, help="no-op jobs per drain")
-    parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions")
-    parser.add_argument("--processes", default="1,2,4", help="worker process counts")
-    parser.add_argument("--systems", default=",".join(SYSTEMS))
-    parser.add_argument("--samples", type=int, default=50, help="latency samples per system")
-    parser.add_argument("--idle", default="4,24", help="two idle windows T1,T2 in seconds")
-    parser.add_argument("--out", type=Path, help="also write the JSON here")
+    parser = wt.run_options(__doc__.splitlines()[0], jobs=2000, systems=SYSTEMS, samples=50,
+                            idle="4,24")
     parser.add_argument("--child-redis", help=argparse.SUPPRESS)
     parser.add_argument("--child-bare", help=argparse.SUPPRESS)
     parser.add_argument("--name", help=argparse.SUPPRESS)
@@ -444,13 +438,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child_bare:
         js_bare_child(args.child_bare, args.name, args.gated)
         return 0
-    processes = [int(p) for p in args.processes.split(",")]
-    systems = [s for s in args.systems.split(",") if s]
-    windows = tuple(float(w) for w in args.idle.split(","))
-    if (args.jobs < 1 or args.reps < 1 or min(processes) < 1 or set(systems) - set(SYSTEMS)
-            or args.samples < 1 or len(windows) != 2 or not 0 < windows[0] < windows[1]):
-        parser.error(f"need jobs, reps, processes, samples >= 1, two idle windows T1 < T2, "
-                     f"systems among {list(SYSTEMS)}")
+    processes, systems, windows = wt.checked_run(parser, args, SYSTEMS)
     db.database_url(start=True)  # set-up: the embedded server unless DATABASE_URL is set
     url = db.database_url()
     qt._check_local(url)
@@ -487,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
     for schema in (JS_SCHEMA, BARE_SCHEMA, "bench_cq"):
         with psycopg.connect(url, autocommit=True) as conn:
             db.drop_schema(conn, schema)
-    out = {"benchmark": "broker_throughput", "machine": wt.machine(url),
+    out = {"benchmark": "broker_throughput", "machine": wt.machine(url, args.note),
            "servers": {"redis": redis_version, "nats": nats_version},
            "parameters": {"jobs": args.jobs, "repetitions": args.reps, "processes": processes,
                           "systems": systems, "latency_samples": args.samples,

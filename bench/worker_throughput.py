@@ -71,6 +71,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import psycopg
@@ -438,22 +439,48 @@ def ratio_name(a: str, b: str, target: float) -> str:
     return f"{a} / {b} (target >= {target:g})"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=5000, help="no-op jobs per drain")
+def run_options(description: str, *, jobs: int, systems: Iterable[str], samples: int,
+                idle: str) -> argparse.ArgumentParser:
+    """The options of a side-by-side worker run (this script's and broker_throughput's)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--jobs", type=int, default=jobs, help="no-op jobs per drain")
     parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions")
     parser.add_argument("--processes", default="1,2,4", help="worker process counts")
-    parser.add_argument("--systems", default=",".join(SYSTEMS))
-    parser.add_argument("--samples", type=int, default=100, help="latency samples per system")
-    parser.add_argument("--idle", default="4,14", help="two idle windows T1,T2 in seconds")
+    parser.add_argument("--systems", default=",".join(systems))
+    parser.add_argument("--samples", type=int, default=samples, help="latency samples per system")
+    parser.add_argument("--idle", default=idle, help="two idle windows T1,T2 in seconds")
+    parser.add_argument("--out", type=Path, help="also write the JSON here")
+    parser.add_argument("--note", help="a remark on the machine, recorded with its facts "
+                                       "(e.g. shared with other jobs)")
+    return parser
+
+
+def checked_run(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                known: Iterable[str]) -> tuple[list[int], list[str], tuple[float, ...]]:
+    """The process counts, systems and idle windows of parsed run options (parser.error,
+    which exits, on anything out of range)."""
+    known = list(known)
+    try:
+        processes = [int(p) for p in args.processes.split(",")]
+        windows = tuple(float(w) for w in args.idle.split(","))
+    except ValueError:
+        processes, windows = [0], ()
+    systems = [s for s in args.systems.split(",") if s]
+    if (args.jobs < 1 or args.reps < 1 or min(processes) < 1 or set(systems) - set(known)
+            or args.samples < 1 or len(windows) != 2 or not 0 < windows[0] < windows[1]):
+        parser.error(f"need jobs, reps, processes, samples >= 1, two idle windows T1 < T2, "
+                     f"systems among {known}")
+    return processes, systems, windows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = run_options(__doc__.splitlines()[0], jobs=5000, systems=SYSTEMS, samples=100,
+                         idle="4,14")
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--skip-idle", action="store_true")
     parser.add_argument("--pgbench-seconds", type=float, default=10.0,
                         help="seconds of `pgbench -N` per client count")
     parser.add_argument("--skip-pgbench", action="store_true")
-    parser.add_argument("--out", type=Path, help="also write the JSON here")
-    parser.add_argument("--note", help="a remark on the machine, recorded with its facts "
-                                       "(e.g. shared with other jobs)")
     parser.add_argument("--child", choices=list(SYSTEMS), help=argparse.SUPPRESS)
     parser.add_argument("--stamp", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -461,13 +488,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         _child(args.child, args.stamp)
         return 0
-    processes = [int(p) for p in args.processes.split(",")]
-    systems = [s for s in args.systems.split(",") if s]
-    windows = tuple(float(w) for w in args.idle.split(","))
-    if (args.jobs < 1 or args.reps < 1 or min(processes) < 1 or set(systems) - set(SYSTEMS)
-            or args.samples < 1 or len(windows) != 2 or not 0 < windows[0] < windows[1]):
-        parser.error(f"need jobs, reps, processes, samples >= 1, two idle windows T1 < T2, "
-                     f"systems among {list(SYSTEMS)}")
+    processes, systems, windows = checked_run(parser, args, SYSTEMS)
     url = db.database_url()
     qt._check_local(url)
     facts = machine(url, args.note)  # before the run: the load it starts under

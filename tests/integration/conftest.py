@@ -55,8 +55,25 @@ def keyspace(redis_url):
     client.close()
 
 
+@pytest.fixture
+def redis_binary():
+    """Skips the test where no redis-server binary exists."""
+    from cachequeue import embedded_redis
+    from cachequeue.errors import RedisUnavailable
+
+    _binary_or_skip(embedded_redis, RedisUnavailable)
+
+
+@pytest.fixture
+def nats_binary():
+    """Skips the test where no nats-server binary exists."""
+    from cachequeue import embedded_nats
+    from cachequeue.errors import NatsUnavailable
+
+    _binary_or_skip(embedded_nats, NatsUnavailable)
+
+
 def _binary_or_skip(module, error) -> None:
-    """Skip the test where `module` (embedded_redis, embedded_nats) finds no server binary."""
     try:
         module.binary()
     except error as exc:
@@ -64,35 +81,29 @@ def _binary_or_skip(module, error) -> None:
 
 
 @pytest.fixture
-def private_redis():
+def private_redis(redis_binary):
     """A throw-away embedded Redis server of this test's own (stopped and removed after),
     for tests that stop or freeze the server; skipped where no redis-server binary exists."""
     from cachequeue import embedded_redis
-    from cachequeue.errors import RedisUnavailable
 
-    _binary_or_skip(embedded_redis, RedisUnavailable)
     with embedded_redis.Server.private() as server:
         yield server
 
 
 @pytest.fixture
-def private_nats():
+def private_nats(nats_binary):
     """A throw-away nats-server of this test's own with JetStream (its own ports and store,
     stopped and removed after), for tests that kill or freeze the broker."""
     from cachequeue import embedded_nats
-    from cachequeue.errors import NatsUnavailable
 
-    _binary_or_skip(embedded_nats, NatsUnavailable)
     with embedded_nats.Server.private() as server:
         yield server
 
 
 @pytest.fixture
-def nats_cluster():
+def nats_cluster(nats_binary):
     """A three-node JetStream cluster of this test's own (stopped and removed after)."""
     from cachequeue import embedded_nats
-    from cachequeue.errors import NatsUnavailable
 
-    _binary_or_skip(embedded_nats, NatsUnavailable)
     with embedded_nats.cluster(3) as made:
         yield made

@@ -18,17 +18,10 @@ import pytest
 from cachequeue import embedded_nats, servers
 from cachequeue.errors import ConfigurationError, NatsUnavailable
 
-pytestmark = [pytest.mark.nats, pytest.mark.private_server]  # servers of its own
+pytestmark = [pytest.mark.nats, pytest.mark.private_server,  # servers of its own
+              pytest.mark.usefixtures("nats_binary")]
 
 START = "from cachequeue.embedded_nats import Server; import sys; print(Server(sys.argv[1]).start())"
-
-
-@pytest.fixture(autouse=True)
-def _needs_a_binary():
-    try:
-        embedded_nats.binary()
-    except NatsUnavailable as exc:
-        pytest.skip(str(exc))
 
 
 async def _retried(call):

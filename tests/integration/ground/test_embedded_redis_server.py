@@ -12,17 +12,10 @@ import redis
 from cachequeue import embedded_redis, shared
 from cachequeue.errors import RedisUnavailable
 
-pytestmark = [pytest.mark.redis, pytest.mark.private_server]  # servers of its own, in its own homes
+pytestmark = [pytest.mark.redis, pytest.mark.private_server,  # servers of its own homes
+              pytest.mark.usefixtures("redis_binary")]
 
 START = "from cachequeue.embedded_redis import Server; import sys; print(Server(sys.argv[1]).start())"
-
-
-@pytest.fixture(autouse=True)
-def _needs_a_binary():
-    try:
-        embedded_redis.binary()
-    except RedisUnavailable as exc:
-        pytest.skip(str(exc))
 
 
 def test_two_processes_starting_one_folder_share_one_server(tmp_path):
