@@ -43,13 +43,23 @@ def _explain(result: dict) -> str:
                       | {"violations": result["violations"][:2]}, indent=1, default=str)
 
 
+# heartbeat-after-expiry is caught only when a late heartbeat reaches the database after
+# the lease ran out but before another worker took the job over: the pauses and blackholes
+# make that likely, not certain (on a loaded machine the takeover can come first). A mutant
+# gets up to three seeds; the real queue (below) must pass on every one it is given.
+TRIES = 3
+
+
 @pytest.mark.parametrize("variant", sorted(MUTANTS))
 def test_each_mutant_is_caught_with_a_witness(variant, server):
     faults, expected = MUTANTS[variant]
-    result = driver.run(variant=variant, seed=SEED, jobs=20, workers=3, faults=faults,
-                        per_kind=2, time_limit=40, server=server)
-    found = {v["check"] for v in result["violations"]}
-    assert found & expected, f"{variant} not caught as {expected}:\n{_explain(result)}"
+    for seed in range(SEED, SEED + TRIES):
+        result = driver.run(variant=variant, seed=seed, jobs=20, workers=3, faults=faults,
+                            per_kind=2, time_limit=40, server=server)
+        found = {v["check"] for v in result["violations"]}
+        if found & expected:
+            break
+    assert found & expected, f"{variant} not caught as {expected} in {TRIES} seeds:\n{_explain(result)}"
     for violation in result["violations"]:
         assert violation["witness"] and len(violation["witness"]) <= 6, violation
     assert all(result["faults_injected"][kind] == 2 for kind in faults), _explain(result)
