@@ -25,7 +25,7 @@ help:
 	@echo "make lab      set up (.venv, PostgreSQL, Redis, NATS) and open JupyterLab on notebooks/ (keeps the terminal; Ctrl-C stops it)"
 	@echo "make test     set up, then lint + unit + integration + strict nbval of every notebook + student copies"
 	@echo "              + site and slides in headless Chromium + service page browser tests + a small chaos run"
-	@echo "              + packaging (fresh clone on two cores, pip cache warm: about 6 minutes). Without chromium it prints"
+	@echo "              + packaging (fresh clone on two cores, pip cache warm: about 5 minutes). Without chromium it prints"
 	@echo "              'browser tests skipped: install chromium (apt-get install chromium)' and skips those"
 	@echo "              (PYTEST_ARGS='-m \"not db\"' for the tests that need no database)"
 	@echo "make execute  re-run notebooks top to bottom in place (NB=notebooks/01_x.ipynb for one)"
