@@ -26,7 +26,7 @@ from typing import Any
 
 from .. import embedded_nats
 from ..checks import check_finite, check_int, check_seconds, check_text
-from ..queue.limits import to_json
+from ..queue.limits import payload_json
 from . import streams
 from .loopthread import LoopThread
 
@@ -53,7 +53,7 @@ async def submit(js, where: streams.Names, kind: str, payload: Any, *,
     if not isinstance(where, streams.Names):
         raise TypeError(f"where must be a Names (streams.names(schema)), got {type(where).__name__}")
     subject = where.subject(kind)
-    body = to_json(payload, "payload").encode()
+    body = payload_json(payload).encode()  # a dict, as the PostgreSQL queue takes
     check_text(msg_id, "msg_id", optional=True, limit=1000)
     check_seconds(timeout, "timeout")
     headers = {SUBMITTED_AT: repr(time.time())}

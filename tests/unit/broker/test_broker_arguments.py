@@ -94,3 +94,15 @@ def test_a_malformed_nats_url_is_a_usage_error(monkeypatch, capsys):
     monkeypatch.setenv("NATS_URL", "http://x:4222")
     assert main(["worker", "--broker", "nats", "--schema", "s", "--handlers", HANDLERS]) == 2
     assert "NATS_URL is malformed" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("payload", ["text", [1, 2], None, 7, {"x": float("nan")}, {"x": "y" * 70_000}])
+def test_a_payload_the_postgresql_queue_refuses_is_refused_before_anything_is_published(payload):
+    """The same rule as queue.jobs.submit: a dict within the payload limits (InvalidJob is
+    a ValueError). The publish itself is never reached (no stream, no server here)."""
+    import asyncio
+
+    from cachequeue.broker import publish
+
+    with pytest.raises(ValueError, match="payload"):
+        asyncio.run(publish.submit(object(), names("ch12"), "noop", payload))
