@@ -32,6 +32,7 @@ import contextlib
 import importlib.metadata
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -93,16 +94,39 @@ def binary() -> str:
     )
 
 
+# Ports for private servers come from below the kernel's ephemeral range where there is
+# room: a server killed and started again keeps its ports, and a port in the ephemeral range
+# can be taken meanwhile by any outgoing connection (seen: "bind: address already in use" on
+# a restart under load). Elsewhere (no /proc, a range that starts low) the kernel picks.
+_PRIVATE_PORTS = (20000, 32000)
+
+
+def _private_range() -> tuple[int, int] | None:
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return _PRIVATE_PORTS if low > _PRIVATE_PORTS[1] else None
+
+
 def free_ports(n: int) -> list[int]:
     """`n` distinct TCP ports on 127.0.0.1 that were free a moment ago (all held open at once
-    while chosen, so no two are the same)."""
+    while chosen, so no two are the same), outside the ephemeral range where it can be."""
     check_int(n, "n", minimum=1, maximum=64)
+    span = _private_range()
     with contextlib.ExitStack() as stack:
-        ports = []
-        for _ in range(n):
+        ports: list[int] = []
+        for _ in range(200 * n):
+            if len(ports) == n:
+                break
             sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            sock.bind(("127.0.0.1", 0))
+            try:
+                sock.bind(("127.0.0.1", 0 if span is None else random.randint(*span)))
+            except OSError:  # taken: draw again
+                continue
             ports.append(sock.getsockname()[1])
+        if len(ports) < n:
+            raise NatsUnavailable(f"found only {len(ports)} of {n} free ports on 127.0.0.1")
         return ports
 
 

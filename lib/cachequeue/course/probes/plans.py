@@ -18,7 +18,7 @@ from psycopg import sql
 from ... import sqlfile
 from ...checks import check_bool, check_choice, check_int
 
-__all__ = ["analyze", "explain", "fill_finished", "fill_pending", "indexes", "nodes", "scans",
+__all__ = ["analyze", "explain", "fill_finished", "fill_pending", "indexes", "nodes", "scans", "table_pages",
            "seq_scans", "table_size"]
 
 _QUERIES = sqlfile.load(__package__, "plans.sql")
@@ -58,6 +58,11 @@ def analyze(conn: psycopg.Connection, *, vacuum: bool = False) -> None:
 def table_size(conn: psycopg.Connection) -> str:
     """The jobs table's size with its indexes, e.g. '12 MB'."""
     return conn.execute(_QUERIES["jobs_table_size"].sql).fetchone()[0]
+
+
+def table_pages(conn: psycopg.Connection) -> int:
+    """The pages of the jobs table itself (its heap, no indexes)."""
+    return conn.execute(_QUERIES["jobs_heap_pages"].sql).fetchone()[0]
 
 
 def explain(conn: psycopg.Connection, query: str, params: Mapping[str, Any] | None = None, *,

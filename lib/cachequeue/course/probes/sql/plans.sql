@@ -24,3 +24,7 @@ VACUUM (ANALYZE) jobs;
 -- name: jobs_table_size
 -- The jobs table with its indexes and TOAST, in human units.
 SELECT pg_size_pretty(pg_total_relation_size('jobs'));
+
+-- name: jobs_heap_pages
+-- The pages of the jobs table itself (no indexes): what a scan of every row would read.
+SELECT (pg_relation_size('jobs') / current_setting('block_size')::int)::int;
