@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import os
 import socket
 import threading
@@ -371,9 +372,8 @@ class BrokerWorker:
             self.stats["stale"] += 1
             self._log("stale", seq=delivery.seq, delivery=delivery.delivery)
             return
-        submitted = (msg.headers or {}).get(SUBMITTED_AT)
         self._log("started", seq=delivery.seq, delivery=delivery.delivery, kind=delivery.kind,
-                  waited=round(time.time() - float(submitted), 6) if submitted else "")
+                  waited=_waited(msg.headers))
         ctx = BrokerContext(delivery, self.name)
         self._contexts.add(ctx)
         self._inflight[delivery.seq] = (msg, delivery)
@@ -450,3 +450,14 @@ class BrokerWorker:
             self._log("dead", seq=seq, attempts=delivery.delivery, reason="max_deliveries")
         with contextlib.suppress(Exception):
             await js.delete_msg(self.names.stream, seq)
+
+
+def _waited(headers: Mapping[str, str] | None) -> float | str:
+    """Seconds since the publisher's submitted-at header, for the 'started' line; '' when
+    there is none or it is not a number (anyone who may publish on the subject sets headers:
+    a bad one must not fail the job)."""
+    try:
+        submitted = float((headers or {})[SUBMITTED_AT])
+    except (KeyError, TypeError, ValueError):
+        return ""
+    return round(time.time() - submitted, 6) if math.isfinite(submitted) else ""

@@ -106,3 +106,12 @@ def test_a_payload_the_postgresql_queue_refuses_is_refused_before_anything_is_pu
 
     with pytest.raises(ValueError, match="payload"):
         asyncio.run(publish.submit(object(), names("ch12"), "noop", payload))
+
+
+def test_a_bad_submitted_at_header_only_blanks_the_wait_on_the_started_line():
+    from cachequeue.broker import worker
+    from cachequeue.broker.publish import SUBMITTED_AT
+
+    for headers in (None, {}, {SUBMITTED_AT: "soon"}, {SUBMITTED_AT: "1e999999"}, {SUBMITTED_AT: "nan"}):
+        assert worker._waited(headers) == ""
+    assert 0 <= worker._waited({SUBMITTED_AT: repr(__import__("time").time())}) < 5
