@@ -80,15 +80,20 @@ class DocumentStore:
 
     # ------------------------------------------------------------------ writes
 
+    def _changed(self, doc: Document, **changes) -> Document:
+        """Store and return a copy of `doc` with `changes` (rows are immutable snapshots)."""
+        new = replace(doc, **changes)
+        self._documents[new.id] = new
+        return new
+
     def publish(self, document_id: int, body: str) -> Document:
         """Store `body` as the next version and return the new current row."""
         doc = self.document(document_id)
         if doc.deleted:
             raise ValueError(f"document {document_id} is deleted; a new version is not accepted")
         check_text(body, "body", limit=1_000_000)
-        new = replace(doc, version=doc.version + 1)
+        new = self._changed(doc, version=doc.version + 1)
         self._bodies[(new.id, new.version)] = body
-        self._documents[new.id] = new
         return new
 
     def delete(self, document_id: int) -> Document:
@@ -96,17 +101,13 @@ class DocumentStore:
         doc = self.document(document_id)
         if doc.deleted:
             raise ValueError(f"document {document_id} is already deleted")
-        new = replace(doc, deleted=True)
-        self._documents[new.id] = new
-        return new
+        return self._changed(doc, deleted=True)
 
     def set_visibility(self, document_id: int, visibility: str) -> Document:
         """Change who may read a document; the content and its version stay the same."""
         doc = self.document(document_id)
         check_choice(visibility, "visibility", VISIBILITIES)
-        new = replace(doc, visibility=visibility)
-        self._documents[new.id] = new
-        return new
+        return self._changed(doc, visibility=visibility)
 
     def set_role(self, user_id: int, role: str) -> User:
         """Change a user's role, e.g. revoke admin rights by making them a member."""
