@@ -367,7 +367,8 @@ class Server(LocalServer):
 # ---------------------------------------------------------------------- the shared server
 
 
-_SHARED = Shared(lambda: Server(data_dir()))
+_SHARED = Shared(lambda: Server(data_dir()), variable="NATS_URL", check=lambda url: _check_url(url),
+                 unavailable=NatsUnavailable, what="the embedded NATS server", binary=lambda: binary())
 running_url, start, stop = _SHARED.running_url, _SHARED.start, _SHARED.stop
 
 
@@ -394,18 +395,9 @@ def _check_url(url: str) -> str:
 
 
 def nats_url(*, start: bool = False) -> str:
-    """NATS_URL if set (checked for form), else the shared embedded server's URL.
-
-    The embedded server is never started here unless `start` is True (the set-up paths
-    only): a client that finds it stopped gets NatsUnavailable, which says to run
-    `make db`, and the server stays down until someone does."""
-    return _SHARED.url("NATS_URL", _check_url, start=start, stopped=_stopped)
-
-
-def _stopped() -> NatsUnavailable:
-    binary()  # no nats-server at all: that message says what to do instead
-    return NatsUnavailable(f"the embedded NATS server is not running (folder "
-                           f"{shown(data_dir())}): run `make db` to start it, or set NATS_URL")
+    """NATS_URL if set (checked for form), else the shared embedded server's URL, which is
+    started here only when `start` (the set-up paths): `localserver.Shared.url`."""
+    return _SHARED.url(start=start)
 
 
 async def _quiet(exc: Exception) -> None:

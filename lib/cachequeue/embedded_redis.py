@@ -190,23 +190,15 @@ class Server(LocalServer):
             self.socket.unlink()  # a short socket path lives outside the folder
 
 
-_SHARED = Shared(lambda: Server(data_dir()))
+_SHARED = Shared(lambda: Server(data_dir()), variable="REDIS_URL", check=lambda url: _check_url(url),
+                 unavailable=RedisUnavailable, what="the embedded Redis", binary=lambda: binary())
 running_url, start, stop = _SHARED.running_url, _SHARED.start, _SHARED.stop
 
 
 def redis_url(*, start: bool = False) -> str:
-    """REDIS_URL if set (checked for form), else the shared embedded server's URL.
-
-    The embedded server is never started here unless `start` is True (the set-up paths
-    only): a client that finds it stopped gets RedisUnavailable, which says to run
-    `make db`, and the server stays down until someone does."""
-    return _SHARED.url("REDIS_URL", _check_url, start=start, stopped=_stopped)
-
-
-def _stopped() -> RedisUnavailable:
-    binary()  # no redis-server at all: that message says what to do instead
-    return RedisUnavailable(f"the embedded Redis is not running (folder {data_dir()}): "
-                            "run `make db` to start it, or set REDIS_URL")
+    """REDIS_URL if set (checked for form), else the shared embedded server's URL, which is
+    started here only when `start` (the set-up paths): `localserver.Shared.url`."""
+    return _SHARED.url(start=start)
 
 
 def _check_url(url: str) -> str:

@@ -281,11 +281,19 @@ class LocalServer:
 
 class Shared:
     """The shared server of one kind, the one in its folder inside the checkout, as the module
-    functions `running_url()`, `start()` and `stop()` give it (embedded_redis, embedded_nats).
-    `server` makes the LocalServer of that folder."""
+    functions `running_url()`, `start()`, `stop()` and the client's `url(start=)` give it
+    (embedded_redis, embedded_nats). `server` makes the LocalServer of that folder;
+    `variable` names the environment variable that wins over it (its form checked by
+    `check`, which raises on a bad one); a client that finds the server stopped gets
+    `unavailable` naming `what`, after `binary()` had its say (no server binary at all: that
+    message says what to do instead)."""
 
-    def __init__(self, server: Callable[[], LocalServer]) -> None:
+    def __init__(self, server: Callable[[], LocalServer], *, variable: str,
+                 check: Callable[[str], str], unavailable: type[Exception], what: str,
+                 binary: Callable[[], object]) -> None:
         self._server = server
+        self._variable, self._check = variable, check
+        self._unavailable, self._what, self._binary = unavailable, what, binary
 
     def running_url(self) -> str | None:
         """The shared server's URL if it is up, else None (never starts it)."""
@@ -301,20 +309,22 @@ class Shared:
         """Stop the shared server (fast). Returns False if it was not running."""
         return self._server().stop("fast")
 
-    def url(self, variable: str, check: Callable[[str], str], *, start: bool,
-            stopped: Callable[[], Exception]) -> str:
-        """`variable` from the environment if set (as `check` passes it: it raises on a bad
-        form), else the shared server's URL. The shared server is started here only when
-        `start` is True (the set-up paths); a client that finds it stopped gets `stopped()`
-        raised (which says to run `make db`), and the server stays down."""
+    def url(self, *, start: bool = False) -> str:
+        """The variable from the environment if set (as `check` passes it), else the shared
+        server's URL. The shared server is started here only when `start` is True (the
+        set-up paths); a client that finds it stopped gets `unavailable` raised (which says
+        to run `make db`), and the server stays down."""
         check_bool(start, "start")
-        if url := os.environ.get(variable, "").strip():
-            return check(url)
+        if url := os.environ.get(self._variable, "").strip():
+            return self._check(url)
         if start:
             return self.start()
         if found := self.running_url():
             return found
-        raise stopped()
+        self._binary()
+        raise self._unavailable(f"{self._what} is not running (folder "
+                                f"{self._server().folder}): run `make db` to start it, "
+                                f"or set {self._variable}")
 
 
 def command_line(argv: list[str], *, prog: str, start: Callable[[], str],
