@@ -94,7 +94,7 @@ test: $(DEV) db lint
 	@# TEST_WORKERS workers, one file each at a time (a notebook's cells share one kernel); the 25
 	@# slowest steps are listed at the end.
 	@$(BIN)/python tools/browser.py check || true
-	CACHEQUEUE_SCHEMA_SUFFIX=_test $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=25 --nbval --nbval-sanitize-with tests/sanitize.cfg $(PYTEST_ARGS)
+	CACHEQUEUE_SCHEMA_SUFFIX=_test $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25 --nbval --nbval-sanitize-with tests/sanitize.cfg $(PYTEST_ARGS)
 
 execute: $(DEV) db
 	$(BIN)/python tools/nbtool.py execute $(NB)

@@ -3,14 +3,16 @@
 One build (tools/sitebuild.py, into build/site/, the session's `site` fixture) and one
 browser session serve every test here: each page is loaded once, in sequence, and what the
 browser saw is kept (console errors, requests, links, images, accessibility findings, the
-web fonts, the chapter text, a screenshot in build/site-shots/). The tests then assert on
-that record. Without chromium the browser tests skip (make test prints one line saying so);
-the build itself is checked either way.
+web fonts, the chapter text, a screenshot of its first screen in build/site-shots/, of the
+whole page with SITE_SHOTS=full). The tests then assert on that record. Without chromium
+the browser tests skip (make test prints one line saying so); the build itself is checked
+either way.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import urllib.error
 import urllib.parse
@@ -27,6 +29,7 @@ from fontTools.ttLib import TTFont
 ROOT = sitebuild.ROOT
 SITE = ROOT / "build" / "site"
 SHOTS = ROOT / "build" / "site-shots"
+FULL_SHOTS = os.environ.get("SITE_SHOTS") == "full"  # whole pages, not the first screen
 SERIOUS = {"serious", "critical"}
 SEARCHES = ("租约", "租约令牌", "退避", "请求合并")
 FONT_FAMILY = "Course Sans SC"
@@ -205,9 +208,10 @@ def crawl(chapters):
         visits = {}
         for rel in sitebuild.pages(SITE):
             visits[rel] = _visit(page, base + rel)
-            # JPEG: a full chapter page is 10-27k pixels tall; as PNG it takes twice as long
+            # The first screen, what a reader meets; SITE_SHOTS=full takes whole pages (a
+            # chapter is 10-27k pixels tall: a third of the crawl's time, for a look by eye).
             page.screenshot(path=SHOTS / (rel.removesuffix(".html").replace("/", "_") + ".jpg"),
-                            full_page=True, type="jpeg", quality=70)
+                            full_page=FULL_SHOTS, type="jpeg", quality=70)
         search, snippets = {}, {}
         for query in SEARCHES:
             page.goto(base + "search.html?q=" + urllib.parse.quote(query), wait_until="load")
