@@ -6,14 +6,15 @@ and respawned at random, the broker SIGKILLed and restarted; what survived.
 Nats-Msg-Id each (one in five is long: 0.3-0.6 s of work), and starts `workers` worker
 processes (course.procs.fleet, `--broker nats`, lease 1 s, concurrency 2). As results come
 in it carries out a plan drawn from `seed`: SIGKILL a worker the moment it logs a job
-started (a fresh one takes its place), SIGSTOP the first worker that starts a long job for
-longer than its lease (its delivery is redelivered meanwhile; resumed, its late result is
-refused by the fence), SIGKILL the broker and start it again (same port, same store). When
-every job has a result (or `time_limit` passed) it stops the workers with SIGTERM and
-returns a JSON-able dict: the plan carried out, exit statuses, what the logs counted, and
-the verdict from the tables (`sql/brokerchaos.sql`): lost (jobs with no result),
-duplicates (results beyond one per job), dead letters. `failures(result)` lists every
-broken invariant with the seed; `counts(result)` is the short table chapter 12 shows.
+started (a fresh one takes its place), SIGSTOP a worker inside a long job (one running one
+already, else the first to start one) for longer than its lease (its delivery is redelivered
+meanwhile; resumed, its late result is refused by the fence), SIGKILL the broker and start
+it again (same port, same store). When every job has a result (or `time_limit` passed) it
+stops the workers with SIGTERM and returns a JSON-able dict: the plan carried out, exit
+statuses, what the logs counted, and the verdict from the tables (`sql/brokerchaos.sql`):
+lost (jobs with no result), duplicates (results beyond one per job), dead letters.
+`failures(result)` lists every broken invariant with the seed; `counts(result)` is the
+short table chapter 12 shows.
 
 Chapter 12 runs a small one; `bench/chaos.py --broker nats` the full size, and
 tests/chaos/test_broker_chaos.py a small one in every `make test`. Its counterpart for the
@@ -66,13 +67,30 @@ def _done(url: str) -> int | None:
         return None
 
 
+_OVER = ("finished", "stale", "retrying", "dead", "handed-back")  # a job's run has ended
+
+
+def _running_long(worker: WorkerProcess, long_jobs: set[int]) -> bool:
+    """Whether the worker's log shows a long job started and not yet over."""
+    running: set[int] = set()
+    for e in list(worker.events):
+        if e["event"] == "started" and e.get("seq") in long_jobs:
+            running.add(e["seq"])
+        elif e["event"] in _OVER:
+            running.discard(e.get("seq"))
+    return bool(running)
+
+
 def _in_a_long_job(fleet: Fleet, live: list[WorkerProcess], long_jobs: set[int],
                    wait: float) -> WorkerProcess | None:
-    """The first live worker to log a 'started' of a long job from now on (within `wait`
-    seconds), or None."""
+    """A live worker running a long job now (by its log), else the first to log a 'started'
+    of one from now on (within `wait` seconds); None if none did."""
     seen = {w.name: len(w.events) for w in live}
     deadline = time.monotonic() + wait
     with fleet.changed:
+        for w in live:
+            if _running_long(w, long_jobs):
+                return w
         while True:
             for w in live:
                 if w.find("started", after=seen[w.name], where=lambda e: e["seq"] in long_jobs):
