@@ -1,8 +1,8 @@
-"""The same no-op jobs on three queues: the PostgreSQL queue, Redis Streams consumer groups, NATS JetStream.
+"""The same no-op and slow jobs on three queues: the PostgreSQL queue, Redis Streams consumer groups, NATS JetStream.
 
-Usage: .venv/bin/python bench/broker_throughput.py [--jobs 2000] [--reps 3] [--processes 1,2,4]
-       [--samples 50] [--idle 4,24] [--systems postgres,redis_streams,jetstream,jetstream_bare]
-       [--out FILE]
+Usage: .venv/bin/python bench/broker_throughput.py [--jobs 2000] [--slow-jobs 60] [--reps 3]
+       [--processes 1,2,4] [--samples 50] [--idle 4,24]
+       [--systems postgres,redis_streams,jetstream,jetstream_bare] [--out FILE] [--note TEXT]
 
 Systems (each worker a process of its own, one job at a time):
 
@@ -19,24 +19,36 @@ Systems (each worker a process of its own, one job at a time):
                  fetch 1, the handler, ack_sync; nothing written elsewhere, like
                  redis_streams: what the broker costs without the fenced result
 
-Throughput: for every (repetition, process count, system), `--jobs` no-op jobs are submitted
+Two workloads, the same handler in every system's consumer (course.labs.perf):
+
+  noop           the no-op handler, `--jobs` jobs per drain: what the transport itself costs
+  slow           the slow handler (perf.SLOW_S = 0.05 s of time.sleep, standing for I/O-bound
+                 work such as a call to a model), `--slow-jobs` jobs per drain (0: none). One
+                 consumer runs one job at a time, so N consumers finish at most N / SLOW_S
+                 jobs/s, whatever the transport: `ceiling_jobs_per_second` in the output
+
+Throughput: for every (repetition, process count, workload, system), the jobs are submitted
 first (not timed), then N worker processes start and are released together: the PostgreSQL
 queue's gate is a lock on its job table (worker_throughput.drain), JetStream's a lock on the
 fence's delivery table (every worker's first fenced write waits for it), Redis's a BLPOP
 on a gate key every consumer blocks on, the bare JetStream loop's a line on its stdin. The run ends at the last completion: the database
 clock for the two PostgreSQL-backed systems (max finished_at), the consumers' own clock for
-the bare ones (the last XACK or ack). Medians over interleaved repetitions; rates in jobs/s.
+the bare ones (the last XACK or ack). Medians over interleaved repetitions (each repetition
+runs both workloads, the system order rotating); rates in jobs/s.
 
 Latency: one idle worker per system, `--samples` jobs one at a time (each after the previous
 one started, plus a random pause up to 0.2 s): handler start (time.time() in the worker)
-minus the moment before the submit call (time.time() here); p50, p99, max.
+minus the moment before the submit call (time.time() here); p50, p99, max. Measured with the
+no-op handler only: it ends where a handler starts, so the handler cannot change it.
 
 Idle cost: what an idle worker makes its servers do per second, from counters read around a
 worker idle for T1 and for T2 seconds ((c(T2) - c(T1)) / (T2 - T1): start-up and shutdown
 cancel out): PostgreSQL transactions (pg_stat_database; for the two systems that use it),
-Redis commands (total_commands_processed), NATS messages in + out (the server's /varz).
+Redis commands (total_commands_processed), NATS messages in + out (the server's /varz). An
+idle worker runs no handler, so this too is the same for both workloads.
 
-One JSON document on stdout (and in --out). Loopback and Unix sockets only: the embedded (or
+One JSON document on stdout (and in --out): the no-op medians in `median_jobs_per_second`,
+the slow ones in `slow`, every drain in `runs` (with its `workload`). Loopback and Unix sockets only: the embedded (or
 a local DATABASE_URL) PostgreSQL, private Redis and NATS servers made and removed here.
 """
 
@@ -77,20 +89,34 @@ SYSTEMS = {
 PG_SYSTEM = "cachequeue_c1"  # worker_throughput's name for the PostgreSQL queue's defaults
 JS_SCHEMA = "bench_js"
 STREAM, GROUP, GATE = "cq:bench_broker:jobs", "workers", "cq:bench_broker:gate"
+WORKLOADS = {
+    # name: the handlers (MODULE:ATTR) every system's consumer runs the `noop` jobs with
+    "noop": "cachequeue.course.labs.perf:NOOP_HANDLERS",
+    "slow": "cachequeue.course.labs.perf:SLOW_HANDLERS",
+}
 HERE = Path(__file__).resolve().parent
 HERE_SQL = sqlfile.parse((HERE / "broker_throughput.sql").read_text(encoding="utf-8"),
                          "bench/broker_throughput.sql")
 
 
+def handler(workload: str):
+    """The handler of the `noop` jobs in `workload` (the one `cachequeue worker` gets too)."""
+    module, attr = WORKLOADS[workload].split(":")
+    if module != perf.__name__:
+        raise ValueError(f"workload {workload!r}: handlers outside {perf.__name__}")
+    return getattr(perf, attr)["noop"]
+
+
 # ------------------------------------------------------------------ Redis Streams (the consumer process)
 
 
-def redis_child(url: str, name: str, gated: bool) -> None:
+def redis_child(url: str, name: str, gated: bool, workload: str = "noop") -> None:
     """One consumer of the group until SIGTERM; prints {"acked", "last_ack"} when it stops."""
-    client = embedded_redis.client(url, timeout=30)
-    client.client_setname(name)
+    run = handler(workload)
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    client = embedded_redis.client(url, timeout=30)
+    client.client_setname(name)  # the parent waits for every name: then SIGTERM is handled
     if gated:
         client.blpop([GATE], timeout=120)
     acked, last = 0, None
@@ -99,7 +125,7 @@ def redis_child(url: str, name: str, gated: bool) -> None:
             reply = client.xreadgroup(GROUP, name, {STREAM: ">"}, count=1, block=1000)
             for _, entries in reply or ():
                 for entry_id, fields in entries:
-                    perf.noop(json.loads(fields["payload"]))
+                    run(json.loads(fields["payload"]))
                     client.xack(STREAM, GROUP, entry_id)
                     acked, last = acked + 1, time.time()
     finally:  # what it did, even when it ends with an error (its traceback on stderr)
@@ -115,28 +141,34 @@ def redis_reset(client, n: int, stamp: str | None = None) -> None:
     pipe.execute()
 
 
-def _child(flag: str, url: str, name: str, gated: bool, stdin: int) -> subprocess.Popen:
+def _child(flag: str, url: str, name: str, gated: bool, stdin: int,
+           workload: str) -> subprocess.Popen:
     """This script again as a consumer process (`flag`: --child-redis or --child-bare)."""
     log = tempfile.TemporaryFile()  # noqa: SIM115 -- closed by wt.stop()
     proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), flag, url,
-                             "--name", name, *(["--gated"] if gated else [])],
+                             "--name", name, "--workload", workload,
+                             *(["--gated"] if gated else [])],
                             stdin=stdin, stdout=subprocess.PIPE, stderr=log, text=True)
     proc.log = log
     return proc
 
 
-def redis_worker(url: str, name: str, gated: bool = False) -> subprocess.Popen:
-    return _child("--child-redis", url, name, gated, subprocess.DEVNULL)
+def redis_worker(url: str, name: str, gated: bool = False,
+                 workload: str = "noop") -> subprocess.Popen:
+    return _child("--child-redis", url, name, gated, subprocess.DEVNULL, workload)
 
 
-def redis_drain(url: str, processes: int, n: int, timeout: float) -> dict:
+def redis_drain(url: str, processes: int, n: int, timeout: float,
+                workload: str = "noop") -> dict:
     client = embedded_redis.client(url, timeout=30)
     redis_reset(client, n)
     names = [f"bench-redis-{k}" for k in range(processes)]
-    procs = [redis_worker(url, name, gated=True) for name in names]
+    procs = [redis_worker(url, name, gated=True, workload=workload) for name in names]
     try:
         deadline = time.monotonic() + 120
-        while {c.get("name") for c in client.client_list()} < set(names):
+        # Every consumer connected and named (the set of names also holds this client's own
+        # unnamed connection: a strict-subset test of it against `names` ended at once).
+        while not set(names) <= {c.get("name") for c in client.client_list()}:
             if (error := wt._failed(procs)) is not None:
                 raise RuntimeError(f"redis_streams: a consumer exited early:\n{error}")
             if time.monotonic() > deadline:
@@ -165,10 +197,12 @@ def redis_drain(url: str, processes: int, n: int, timeout: float) -> dict:
 BARE_SCHEMA = "bench_jsbare"
 
 
-def js_bare_child(url: str, name: str, gated: bool) -> None:
+def js_bare_child(url: str, name: str, gated: bool, workload: str = "noop") -> None:
     """A bare pull consumer until SIGTERM: fetch 1, the handler, ack_sync; waits for a line
     on stdin first when `gated`; prints "ready", then {"acked", "last_ack"} when it stops."""
     from cachequeue.broker import streams
+
+    run = handler(workload)
 
     async def main() -> None:
         where = streams.names(BARE_SCHEMA)
@@ -187,7 +221,7 @@ def js_bare_child(url: str, name: str, gated: bool) -> None:
             except nats.errors.TimeoutError:
                 continue
             for msg in msgs:
-                perf.noop(json.loads(msg.data))
+                run(json.loads(msg.data))
                 await msg.ack_sync()
                 acked, last = acked + 1, time.time()
         await nc.close()
@@ -196,8 +230,9 @@ def js_bare_child(url: str, name: str, gated: bool) -> None:
     asyncio.run(main())
 
 
-def bare_worker(url: str, name: str, gated: bool = False) -> subprocess.Popen:
-    proc = _child("--child-bare", url, name, gated, subprocess.PIPE)
+def bare_worker(url: str, name: str, gated: bool = False,
+                workload: str = "noop") -> subprocess.Popen:
+    proc = _child("--child-bare", url, name, gated, subprocess.PIPE, workload)
     if proc.stdout.readline().strip() != "ready":
         proc.wait(30)
         error = wt._failed([proc])
@@ -214,11 +249,13 @@ def bare_reset(nats: str, n: int) -> None:
             pub.submit("noop", {"n": i})
 
 
-def bare_drain(nats: str, processes: int, n: int, timeout: float) -> dict:
+def bare_drain(nats: str, processes: int, n: int, timeout: float,
+               workload: str = "noop") -> dict:
     bare_reset(nats, n)
     procs = []
     try:
-        procs += [bare_worker(nats, f"bench-jsbare-{k}", gated=True) for k in range(processes)]
+        procs += [bare_worker(nats, f"bench-jsbare-{k}", gated=True, workload=workload)
+                  for k in range(processes)]
         start_at = time.time()
         for p in procs:  # the gate: every consumer waits for one line
             p.stdin.write("go\n")
@@ -268,12 +305,12 @@ def _stopped(system: str, procs: list, processes: int, n: int, start_at: float) 
 # ------------------------------------------------------------------ JetStream (cachequeue worker --broker nats)
 
 
-def js_worker(nats: str, name: str) -> subprocess.Popen:
+def js_worker(nats: str, name: str, workload: str = "noop") -> subprocess.Popen:
     env = dict(os.environ, PGAPPNAME=name, NATS_URL=nats)
     log = tempfile.TemporaryFile()  # noqa: SIM115 -- closed by wt.stop()
     proc = subprocess.Popen([sys.executable, "-m", "cachequeue", "worker", "--broker", "nats",
-                             "--schema", JS_SCHEMA, "--handlers",
-                             "cachequeue.course.labs.perf:NOOP_HANDLERS", "--concurrency", "1",
+                             "--schema", JS_SCHEMA, "--handlers", WORKLOADS[workload],
+                             "--concurrency", "1",
                              "--name", name], env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=log)
     proc.log = log
@@ -294,14 +331,15 @@ def js_reset(url: str, nats: str, n: int) -> None:
             pub.submit("noop", {"n": i})
 
 
-def js_drain(url: str, nats: str, processes: int, n: int, timeout: float) -> dict:
+def js_drain(url: str, nats: str, processes: int, n: int, timeout: float,
+             workload: str = "noop") -> dict:
     js_reset(url, nats, n)
     names = [f"bench-js-{k}" for k in range(processes)]
     with psycopg.connect(url, autocommit=True) as gate, db.connect(JS_SCHEMA) as watch:
         gate.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(JS_SCHEMA)))
         gate.execute("BEGIN")
         gate.execute(HERE_SQL["gate"].sql)
-        procs = [js_worker(nats, name) for name in names]
+        procs = [js_worker(nats, name, workload) for name in names]
         try:
             deadline = time.monotonic() + 120
             while perf.waiting_on(watch, names) != set(names):
@@ -427,41 +465,60 @@ def idle_cost(system: str, url: str, redis_url: str, nats: str, server, windows)
 def main(argv: list[str] | None = None) -> int:
     parser = wt.run_options(__doc__.splitlines()[0], jobs=2000, systems=SYSTEMS, samples=50,
                             idle="4,24")
+    parser.add_argument("--slow-jobs", type=int, default=60,
+                        help="jobs per drain of the slow workload (0: no-op workload only)")
     parser.add_argument("--child-redis", help=argparse.SUPPRESS)
     parser.add_argument("--child-bare", help=argparse.SUPPRESS)
     parser.add_argument("--name", help=argparse.SUPPRESS)
     parser.add_argument("--gated", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--workload", choices=list(WORKLOADS), default="noop",
+                        help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child_redis:
-        redis_child(args.child_redis, args.name, args.gated)
+        redis_child(args.child_redis, args.name, args.gated, args.workload)
         return 0
     if args.child_bare:
-        js_bare_child(args.child_bare, args.name, args.gated)
+        js_bare_child(args.child_bare, args.name, args.gated, args.workload)
         return 0
     processes, systems, windows = wt.checked_run(parser, args, SYSTEMS)
+    if args.slow_jobs < 0:
+        parser.error("--slow-jobs must be >= 0")
+    workloads = {"noop": args.jobs, **({"slow": args.slow_jobs} if args.slow_jobs else {})}
     db.database_url(start=True)  # set-up: the embedded server unless DATABASE_URL is set
     url = db.database_url()
     qt._check_local(url)
+    machine_facts = wt.machine(url, args.note)  # before the run: the load it starts under
+    # A socket folder inside this checkout is named from the checkout, not from where it is.
+    root = str(Path(__file__).resolve().parents[1])
+    machine_facts["server"] = machine_facts["server"].replace(root + os.sep, "")
     started = time.monotonic()
     with embedded_redis.Server.private() as redis_server, \
             embedded_nats.Server.private() as nats_server:
         redis_url, nats = redis_server.url, nats_server.url
-        drains = {"postgres": lambda p: wt.drain(url, PG_SYSTEM, p, args.jobs, timeout=300),
-                  "redis_streams": lambda p: redis_drain(redis_url, p, args.jobs, timeout=300),
-                  "jetstream": lambda p: js_drain(url, nats, p, args.jobs, timeout=300),
-                  "jetstream_bare": lambda p: bare_drain(nats, p, args.jobs, timeout=300)}
+        drains = {
+            "postgres": lambda p, n, w: wt.drain(url, PG_SYSTEM, p, n, timeout=300,
+                                                 handlers=WORKLOADS[w]),
+            "redis_streams": lambda p, n, w: redis_drain(redis_url, p, n, 300, w),
+            "jetstream": lambda p, n, w: js_drain(url, nats, p, n, 300, w),
+            "jetstream_bare": lambda p, n, w: bare_drain(nats, p, n, 300, w)}
         runs = []
         for rep in range(args.reps):
             order = systems[rep % len(systems):] + systems[:rep % len(systems)]
             for p in processes:
-                for system in order:
-                    run = drains[system](p)
-                    run["system"] = system
-                    runs.append(run)
-                    print(json.dumps(run), file=sys.stderr, flush=True)
-        rates = {s: {str(p): statistics.median(r["rate"] for r in runs
-                                               if r["system"] == s and r["processes"] == p)
-                     for p in processes} for s in systems}
+                for workload, n in workloads.items():
+                    for system in order:
+                        run = {"workload": workload, **drains[system](p, n, workload)}
+                        run["system"] = system
+                        runs.append(run)
+                        print(json.dumps(run), file=sys.stderr, flush=True)
+
+        def medians(workload: str) -> dict:
+            return {s: {str(p): statistics.median(r["rate"] for r in runs
+                                                  if r["workload"] == workload
+                                                  and r["system"] == s and r["processes"] == p)
+                        for p in processes} for s in systems}
+
+        rates = medians("noop")
         lat, idle = {}, {}
         for n, system in enumerate(systems):
             lat[system] = latency(system, url, redis_url, nats, args.samples, seed=n)
@@ -475,14 +532,24 @@ def main(argv: list[str] | None = None) -> int:
     for schema in (JS_SCHEMA, BARE_SCHEMA, "bench_cq"):
         with psycopg.connect(url, autocommit=True) as conn:
             db.drop_schema(conn, schema)
-    out = {"benchmark": "broker_throughput", "machine": wt.machine(url, args.note),
+    out = {"benchmark": "broker_throughput", "machine": machine_facts,
            "servers": {"redis": redis_version, "nats": nats_version},
-           "parameters": {"jobs": args.jobs, "repetitions": args.reps, "processes": processes,
+           "parameters": {"jobs": args.jobs, "slow_jobs": args.slow_jobs,
+                          "repetitions": args.reps, "processes": processes,
                           "systems": systems, "latency_samples": args.samples,
                           "idle_windows_s": list(windows)},
            "systems": {s: {"does": SYSTEMS[s], "default": True} for s in systems},
-           "median_jobs_per_second": rates, "latency_s": lat, "idle_per_second": idle,
-           "runs": runs, "seconds": round(time.monotonic() - started, 1)}
+           "median_jobs_per_second": rates, "latency_s": lat, "idle_per_second": idle}
+    if "slow" in workloads:
+        out["slow"] = {
+            "handler": WORKLOADS["slow"], "handler_sleep_s": perf.SLOW_S,
+            "jobs": args.slow_jobs, "median_jobs_per_second": medians("slow"),
+            # one job at a time per consumer, each at least SLOW_S long: N consumers finish
+            # at most N / SLOW_S jobs per second
+            "ceiling_jobs_per_second": {str(p): round(p / perf.SLOW_S, 1) for p in processes}}
+    out["runs"] = runs
+    machine_facts["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    out["seconds"] = round(time.monotonic() - started, 1)
     perf.emit(out, args.out)
     return 0
 

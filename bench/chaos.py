@@ -16,7 +16,8 @@ duplicated. Takes about a minute on two cores.
 
 `--broker nats`: the same kinds of chaos against `cachequeue worker --broker nats` on a
 private nats-server, the broker SIGKILLed and restarted instead of PostgreSQL
-(bench/broker_chaos.py; --batch, --batch-wait, --flush-kills and --restart-mode do not apply).
+(cachequeue.course.procs.brokerchaos; --batch, --batch-wait, --flush-kills and --restart-mode
+do not apply).
 """
 
 from __future__ import annotations
@@ -25,9 +26,7 @@ import argparse
 import json
 import sys
 
-import broker_chaos  # bench/ is on sys.path when this script runs
-
-from cachequeue.course.procs import chaos
+from cachequeue.course.procs import brokerchaos, chaos
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,9 +48,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the workers' broker: the PostgreSQL queue, or NATS JetStream")
     args = parser.parse_args(argv)
     if args.broker == "nats":
-        result = broker_chaos.run(jobs=args.jobs, workers=args.workers, seed=args.seed,
+        result = brokerchaos.run(jobs=args.jobs, workers=args.workers, seed=args.seed,
                                   kills=args.kills, stops=args.stops, restarts=args.restarts)
-        result["failures"] = broker_chaos.failures(result)
+        result["failures"] = brokerchaos.failures(result)
         return _report(result)
     if args.flush_kills is None:
         args.flush_kills = max(1, args.kills // 3) if args.batch > 1 else 0

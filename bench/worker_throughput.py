@@ -158,13 +158,18 @@ def _child(system: str, stamp: str | None) -> None:
     asyncio.run(main())
 
 
-def start_worker(system: str, name: str, stamp: str | None = None) -> subprocess.Popen:
-    """One worker process of `system`; its connections carry application_name `name`."""
+NOOP_HANDLERS = "cachequeue.course.labs.perf:NOOP_HANDLERS"
+
+
+def start_worker(system: str, name: str, stamp: str | None = None,
+                 handlers: str = NOOP_HANDLERS) -> subprocess.Popen:
+    """One worker process of `system`; its connections carry application_name `name`.
+    `handlers` (MODULE:ATTR) only for ours: broker_throughput's slow workload."""
     fam, setting, more, _ = SYSTEMS[system]
     env = dict(os.environ, PGAPPNAME=name)
     if fam == "cachequeue":
         cmd = [sys.executable, "-m", "cachequeue", "worker", "--schema", schema_of(system),
-               "--handlers", "cachequeue.course.labs.perf:NOOP_HANDLERS", "--concurrency", str(setting),
+               "--handlers", handlers, "--concurrency", str(setting),
                "--name", name, *more]
     else:
         cmd = [sys.executable, str(HERE / "worker_throughput.py"), "--child", system]
@@ -215,8 +220,10 @@ def setup(url: str, system: str, n: int) -> None:
                 conn.execute(HERE_SQL["watch_all"].sql)  # notifies, as every one did before
 
 
-def drain(url: str, system: str, processes: int, n: int, timeout: float) -> dict:
-    """Drain n pre-submitted jobs with `processes` worker processes released together."""
+def drain(url: str, system: str, processes: int, n: int, timeout: float,
+          handlers: str = NOOP_HANDLERS) -> dict:
+    """Drain n pre-submitted jobs with `processes` worker processes released together
+    (`handlers`: see start_worker)."""
     fam = SYSTEMS[system][0]
     schema = schema_of(system)
     setup(url, system, n)
@@ -226,7 +233,7 @@ def drain(url: str, system: str, processes: int, n: int, timeout: float) -> dict
             psycopg.connect(url, autocommit=True, options=qt.options(schema)) as watch:
         gate.execute("BEGIN")
         gate.execute(sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(table))
-        procs = [start_worker(system, name) for name in names]
+        procs = [start_worker(system, name, handlers=handlers) for name in names]
         try:
             deadline = time.monotonic() + 120
             while perf.waiting_on(watch, names) != set(names):

@@ -45,6 +45,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "app.summariser": ("00", "01", "02", "03", "09", "11"),
     "app.tenancy": ("02",),
     "app.webapp": ("07", "08", "11"),
+    "procs.brokerchaos": ("12",),
     "procs.browser": ("07",),
     "procs.cancelling": ("08",),
     "procs.capacity": ("08",),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from cachequeue.course.labs import perf
@@ -71,6 +73,27 @@ def test_throughput_figure_has_one_line_per_system():
     ax = fig.axes[0]
     assert [line.get_label() for line in ax.get_lines()] == ["a（默认）", "b"]
     assert list(ax.get_lines()[1].get_ydata()) == [5.0, 9.0]
+
+
+def test_workloads_figure_draws_the_slow_ceiling_beside_the_no_op_rates():
+    run = {**RUN, "slow": {"handler_sleep_s": 0.05, "jobs": 20,
+                           "median_jobs_per_second": {"a": {"1": 19.0, "2": 38.0},
+                                                      "b": {"1": 18.0, "2": 35.0}},
+                           "ceiling_jobs_per_second": {"1": 20.0, "2": 40.0}}}
+    fig = perfplots.plot_workloads(run)
+    left, right = fig.axes
+    assert [line.get_label() for line in left.get_lines()] == ["a（默认）", "b"]
+    ceiling, a, b = right.get_lines()
+    assert list(ceiling.get_ydata()) == [20.0, 40.0] and "0.05" in ceiling.get_label()
+    assert list(b.get_ydata()) == [18.0, 35.0]
+
+
+def test_slow_handler_stamps_then_waits(tmp_path):
+    path = str(tmp_path / "stamps")
+    started = time.monotonic()
+    perf.SLOW_HANDLERS["noop"]({"n": 1, "stamp": path})
+    assert time.monotonic() - started >= perf.SLOW_S
+    assert list(perf.read_stamps(path)) == [1]
 
 
 def test_claim_cost_latency_and_cache_figures():

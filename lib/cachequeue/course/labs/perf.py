@@ -18,7 +18,8 @@ For the notebook:
 - `jobs_ceiling` and `summary` do the arithmetic.
 
 For the benchmark's worker processes: `NOOP_HANDLERS` (the `noop` kind; with a `stamp` path in the
-payload it appends "n time" to that file when it starts), `read_stamps`, and the server-side
+payload it appends "n time" to that file when it starts), `SLOW_HANDLERS` (the same jobs run by
+a handler that waits `SLOW_S` seconds, chapter 12's slow workload), `read_stamps`, and the server-side
 probes `waiting_on` (who waits at the start gate), `transactions` (the database's transaction
 counter) and `wait_gone`.
 """
@@ -53,9 +54,9 @@ from ...clock import ManualClock
 from ...queue import Worker, jobs
 from ..probes import plans
 
-__all__ = ["NOOP_HANDLERS", "claim_cost", "commit_times", "crash_before_flush", "describe_url",
+__all__ = ["NOOP_HANDLERS", "SLOW_HANDLERS", "SLOW_S", "claim_cost", "commit_times", "crash_before_flush", "describe_url",
            "drain_rate", "jobs_ceiling", "load", "machine", "noop", "query", "read_stamps",
-           "recorded", "settings", "stamp", "summary", "transactions", "wait_gone",
+           "recorded", "settings", "slow", "stamp", "summary", "transactions", "wait_gone",
            "waiting_on", "wal_fsyncs"]
 
 query = sqlfile.load(__package__, "perf.sql")
@@ -242,6 +243,22 @@ def noop(payload: Mapping[str, Any]) -> None:
 
 NOOP_HANDLERS = {"noop": noop}
 """`cachequeue worker --handlers cachequeue.course.labs.perf:NOOP_HANDLERS`."""
+
+SLOW_S = 0.05
+"""Seconds the slow handler waits: I/O-bound work (a call to a model, a vendor's API) that
+leaves the CPU idle. One job per consumer therefore takes at least this long."""
+
+
+def slow(payload: Mapping[str, Any]) -> None:
+    """The slow handler: what `noop` does (the stamp of its start), then `SLOW_S` seconds of
+    waiting (time.sleep), the same in every system's consumer."""
+    noop(payload)
+    time.sleep(SLOW_S)
+
+
+SLOW_HANDLERS = {"noop": slow}
+"""The benchmark's `noop` jobs run by the slow handler:
+`cachequeue worker --handlers cachequeue.course.labs.perf:SLOW_HANDLERS`."""
 
 
 def waiting_on(conn: psycopg.Connection, names: Sequence[str]) -> set[str]:

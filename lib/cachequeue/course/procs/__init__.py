@@ -1,5 +1,6 @@
 """Real processes a chapter starts, watches, pauses and kills, and what they leave behind.
 
+- `brokerchaos`: Chaos for the JetStream worker: kills, pauses and a broker restart; what survived (chapter 12).
 - `browser`: Headless Chromium as a real process: where it is, how it starts, and why it cannot here.
 - `cancelling`: Cancelling a job while a real `queue.Worker` runs it (chapter 08, Q20).
 - `capacity`: Two ceilings of concurrency measured on real processes: the connection pool and memory (Q12).
@@ -18,5 +19,5 @@
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = ["browser", "cancelling", "capacity", "chaos", "fleet", "holder", "jetlab", "ratelab",
+__all__ = ["brokerchaos", "browser", "cancelling", "capacity", "chaos", "fleet", "holder", "jetlab", "ratelab",
            "relaylab", "sharedreaders", "stack", "streamlab", "timers", "wakeup"]

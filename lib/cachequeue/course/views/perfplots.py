@@ -1,4 +1,4 @@
-"""Figures of chapter 10 (performance and scale), drawn from recorded benchmark runs (`perf.load`).
+"""Figures of chapters 10 and 12 (performance and scale), drawn from recorded benchmark runs (`perf.load`).
 
 Each plot function takes the run's JSON document (or the part named) and returns a Figure
 with Chinese labels (importing `course.fonts` registers the font); `targets_table` turns a
@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from .fonts import CJK_FONT
 
 __all__ = ["CJK_FONT", "plot_cache_hits", "plot_claim_cost", "plot_latency", "plot_throughput",
-           "targets_table"]
+           "plot_workloads", "targets_table"]
 
 _MARKERS = "os^vD<>"
 
@@ -25,12 +25,40 @@ def plot_throughput(run: Mapping[str, Any]) -> Figure:
     """Median jobs/s against worker processes, one line per system (bench/worker_throughput.py,
     bench/broker_throughput.py). Where a run marks some of its systems as defaults
     (`systems[name]["default"]`), the others are dashed and the defaults labelled."""
-    rates = run["median_jobs_per_second"]
+    fig = Figure(figsize=(6.4, 3.8))
+    ax = fig.subplots()
+    _rate_lines(ax, run, run["median_jobs_per_second"],
+                f"{run['parameters']['jobs']:,} 个空任务的排空速度")
+    fig.tight_layout()
+    return fig
+
+
+def plot_workloads(run: Mapping[str, Any]) -> Figure:
+    """The no-op and the slow workload of one run side by side (bench/broker_throughput.py):
+    median jobs/s against worker processes, one line per system; the slow panel adds its
+    ceiling, processes / the handler's seconds (grey, dotted)."""
+    slow = run["slow"]
+    fig = Figure(figsize=(9.6, 3.8))
+    left, right = fig.subplots(1, 2)
+    _rate_lines(left, run, run["median_jobs_per_second"],
+                f"空任务（每次 {run['parameters']['jobs']:,} 个）")
+    ceiling = slow["ceiling_jobs_per_second"]
+    counts = sorted(ceiling, key=int)
+    right.plot([int(c) for c in counts], [ceiling[c] for c in counts], ":", color="grey",
+               label=f"上限：进程数 / {slow['handler_sleep_s']:g} 秒")
+    _rate_lines(right, run, slow["median_jobs_per_second"],
+                f"慢任务（处理函数等待 {slow['handler_sleep_s'] * 1000:g} 毫秒，每次 {slow['jobs']:,} 个）")
+    fig.tight_layout()
+    return fig
+
+
+def _rate_lines(ax: Any, run: Mapping[str, Any], rates: Mapping[str, Mapping[str, float]],
+                title: str) -> None:
+    """One line of median jobs/s per system on `ax`. Where a run marks some of its systems
+    as defaults (`systems[name]["default"]`), the others are dashed and the defaults labelled."""
     default = {name: bool(system.get("default", True))
                for name, system in run.get("systems", {}).items()}
     mixed = len(set(default.values())) > 1  # only then does "default" tell lines apart
-    fig = Figure(figsize=(6.4, 3.8))
-    ax = fig.subplots()
     for (system, by_count), marker in zip(rates.items(), _MARKERS, strict=False):
         counts = sorted(by_count, key=int)
         dashed = mixed and not default.get(system, True)
@@ -40,12 +68,10 @@ def plot_throughput(run: Mapping[str, Any]) -> Figure:
     ax.set_xticks(run["parameters"]["processes"])
     ax.set_xlabel("工作者进程数")
     ax.set_ylabel("任务/秒（中位数）")
-    ax.set_title(f"{run['parameters']['jobs']:,} 个空任务的排空速度")
+    ax.set_title(title)
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    return fig
 
 
 def plot_claim_cost(run: Mapping[str, Any]) -> Figure:

@@ -6,14 +6,19 @@ and respawned at random, the broker SIGKILLed and restarted; what survived.
 Nats-Msg-Id each (one in five is long: 0.3-0.6 s of work), and starts `workers` worker
 processes (course.procs.fleet, `--broker nats`, lease 1 s, concurrency 2). As results come
 in it carries out a plan drawn from `seed`: SIGKILL a worker the moment it logs a job
-started (a fresh one takes its place), SIGSTOP one in the middle of a long job for longer
-than its lease (its delivery is redelivered meanwhile; resumed, its late result is refused
-by the fence unless it is still the newest), SIGKILL the broker and start it again (same
-port, same store). When every job has a result (or `time_limit` passed) it stops the
-workers with SIGTERM and returns a JSON-able dict: the plan carried out, exit statuses, what
-the logs counted, and the verdict from the tables (bench/broker_chaos.sql): lost (jobs with
-no result), duplicates (results beyond one per job), dead letters. `failures(result)` lists
-every broken invariant with the seed. `bench/chaos.py --broker nats` runs it.
+started (a fresh one takes its place), SIGSTOP a worker inside a long job (one running one
+already, else the first to start one) for longer than its lease (its delivery is redelivered
+meanwhile; resumed, its late result is refused by the fence), SIGKILL the broker and start
+it again (same port, same store). When every job has a result (or `time_limit` passed) it
+stops the workers with SIGTERM and returns a JSON-able dict: the plan carried out, exit
+statuses, what the logs counted, and the verdict from the tables (`sql/brokerchaos.sql`):
+lost (jobs with no result), duplicates (results beyond one per job), dead letters.
+`failures(result)` lists every broken invariant with the seed; `counts(result)` is the
+short table chapter 12 shows.
+
+Chapter 12 runs a small one; `bench/chaos.py --broker nats` the full size, and
+tests/chaos/test_broker_chaos.py a small one in every `make test`. Its counterpart for the
+PostgreSQL queue is `course.procs.chaos` (chapter 06).
 """
 
 from __future__ import annotations
@@ -23,21 +28,19 @@ import os
 import random
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
-from cachequeue import db, embedded, embedded_nats, sqlfile
-from cachequeue.broker import Publisher
-from cachequeue.checks import check_int, check_seconds
-from cachequeue.course.procs.chaos import patience
-from cachequeue.course.procs.fleet import Fleet
+from ... import db, embedded, embedded_nats, sqlfile
+from ...broker import Publisher, fence
+from ...checks import check_int, check_seconds
+from .chaos import patience
+from .fleet import Fleet, WorkerProcess
 
-__all__ = ["HANDLERS", "failures", "run"]
+__all__ = ["HANDLERS", "counts", "failures", "run", "work"]
 
-HERE = Path(__file__).resolve().parent
-QUERIES = sqlfile.parse((HERE / "broker_chaos.sql").read_text(encoding="utf-8"),
-                        "bench/broker_chaos.sql")
+_QUERIES = sqlfile.load(__package__, "brokerchaos.sql")
 SCHEMA = "chaos_nats"
+HANDLERS_SPEC = f"{__name__}:HANDLERS"
 LONG, SHORT = (0.3, 0.6), (0.005, 0.04)
 
 
@@ -47,7 +50,8 @@ def work(payload: dict[str, Any]) -> dict[str, int]:
     return {"n": payload["n"]}
 
 
-HANDLERS = {"work": work}  # --handlers broker_chaos:HANDLERS, with bench/ on PYTHONPATH
+HANDLERS = {"work": work}
+"""`cachequeue worker --handlers cachequeue.course.procs.brokerchaos:HANDLERS`."""
 
 
 def _plan(rng: random.Random, jobs: int, kills: int, stops: int, restarts: int) -> list:
@@ -58,9 +62,41 @@ def _plan(rng: random.Random, jobs: int, kills: int, stops: int, restarts: int) 
 def _done(url: str) -> int | None:
     try:
         with db.connect(SCHEMA, url=url) as conn:
-            return conn.execute(QUERIES["done_count"].sql).fetchone()[0]
-    except Exception:  # the tables are not there yet
+            return conn.execute(_QUERIES["done_count"].sql).fetchone()[0]
+    except Exception:  # the server is busy or the tables are not there yet: look again
         return None
+
+
+_OVER = ("finished", "stale", "retrying", "dead", "handed-back")  # a job's run has ended
+
+
+def _running_long(worker: WorkerProcess, long_jobs: set[int]) -> bool:
+    """Whether the worker's log shows a long job started and not yet over."""
+    running: set[int] = set()
+    for e in list(worker.events):
+        if e["event"] == "started" and e.get("seq") in long_jobs:
+            running.add(e["seq"])
+        elif e["event"] in _OVER:
+            running.discard(e.get("seq"))
+    return bool(running)
+
+
+def _in_a_long_job(fleet: Fleet, live: list[WorkerProcess], long_jobs: set[int],
+                   wait: float) -> WorkerProcess | None:
+    """A live worker running a long job now (by its log), else the first to log a 'started'
+    of one from now on (within `wait` seconds); None if none did."""
+    seen = {w.name: len(w.events) for w in live}
+    deadline = time.monotonic() + wait
+    with fleet.changed:
+        for w in live:
+            if _running_long(w, long_jobs):
+                return w
+        while True:
+            for w in live:
+                if w.find("started", after=seen[w.name], where=lambda e: e["seq"] in long_jobs):
+                    return w
+            if not fleet.changed.wait(max(0.0, deadline - time.monotonic())):
+                return None
 
 
 def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, stops: int = 8,
@@ -69,6 +105,9 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
     """Run the chaos experiment (see the module docstring) and return its result."""
     check_int(jobs, "jobs", minimum=20)
     check_int(workers, "workers", minimum=2)
+    check_int(kills, "kills", minimum=0)
+    check_int(stops, "stops", minimum=0)
+    check_int(restarts, "restarts", minimum=0)
     check_seconds(time_limit, "time_limit")
     rng = random.Random(seed)
     plan = _plan(rng, jobs, kills, stops, restarts)
@@ -76,15 +115,15 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
     options = {"broker": "nats", "lease": lease, "concurrency": concurrency,
                "shutdown_timeout": 5, "max_attempts": 50}
     done_actions: Counter = Counter()
+    paused_in_a_job = 0
     started = time.monotonic()
-    saved = {k: os.environ.get(k) for k in ("NATS_URL", "PYTHONPATH")}
+    saved = os.environ.get("NATS_URL")
     with embedded.Server.private() as pg, embedded_nats.Server.private() as broker:
         os.environ["NATS_URL"] = broker.url  # the workers' broker (Fleet passes os.environ on)
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), saved["PYTHONPATH"]]))
-        fleet = Fleet(SCHEMA, url=pg.url, handlers="broker_chaos:HANDLERS")
+        fleet = Fleet(SCHEMA, url=pg.url, handlers=HANDLERS_SPEC)
         try:
             with db.connect(url=pg.url) as conn:
-                conn.execute(f"CREATE SCHEMA {SCHEMA}")
+                db.reset_schema(conn, SCHEMA, fence.install)
             long_jobs: set[int] = set()
             with Publisher(SCHEMA, url=broker.url, ack_wait=lease,
                            max_deliver=options["max_attempts"]) as pub:
@@ -96,7 +135,7 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
                         long_jobs.add(seq)
             generation: Counter = Counter()
             live = [fleet.start(f"w{slot}", **options) for slot in range(1, workers + 1)]
-            paused: list[tuple[Any, float]] = []
+            paused: list[tuple[WorkerProcess, float]] = []
             done = 0
             while ((done < jobs or (plan and plan[0][0] <= done))
                    and time.monotonic() - started < time_limit):
@@ -110,24 +149,27 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
                     if action == "restart":
                         broker.kill()
                         broker.start()
-                    else:
+                    elif action == "kill":
                         victim = rng.choice(live)
-                        chosen = long_jobs if action == "stop" else None
                         with contextlib.suppress(TimeoutError):  # none in time: act anyway
-                            victim.wait_for("started", wait, after=len(victim.events),
-                                            where=lambda e, among=chosen: among is None
-                                            or e["seq"] in among)
-                        if action == "kill":
-                            victim.kill()
-                            victim.wait()
-                            live.remove(victim)
-                            slot = victim.name.split(".")[0]
-                            generation[slot] += 1
-                            live.append(fleet.start(f"{slot}.{generation[slot]}", **options))
+                            victim.wait_for("started", wait, after=len(victim.events))
+                        victim.kill()
+                        victim.wait()
+                        live.remove(victim)
+                        slot = victim.name.split(".")[0]
+                        generation[slot] += 1
+                        live.append(fleet.start(f"{slot}.{generation[slot]}", **options))
+                    else:
+                        # Frozen inside a long job, so that its result comes after the lease
+                        # (any worker, if no long job started for a while).
+                        victim = _in_a_long_job(fleet, live, long_jobs, wait)
+                        if victim is None:
+                            victim = rng.choice(live)
                         else:
-                            victim.pause()
-                            live.remove(victim)
-                            paused.append((victim, time.monotonic() + lease + rng.uniform(1.0, 2.0)))
+                            paused_in_a_job += 1
+                        victim.pause()
+                        live.remove(victim)
+                        paused.append((victim, time.monotonic() + lease + rng.uniform(1.0, 2.0)))
                     done_actions[action] += 1
                 count = _done(pg.url)
                 done = done if count is None else count
@@ -141,25 +183,27 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
             exit_codes = {w.name: w.wait() for w in fleet.workers.values()}
         finally:
             fleet.close()
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+            if saved is None:
+                os.environ.pop("NATS_URL", None)
+            else:
+                os.environ["NATS_URL"] = saved
         with db.connect(SCHEMA, url=pg.url) as conn:
-            cur = conn.execute(QUERIES["verdict"].sql)
+            cur = conn.execute(_QUERIES["verdict"].sql)
             verdict = dict(zip([c.name for c in cur.description], cur.fetchone(), strict=True))
         with Publisher(SCHEMA, url=broker.url) as pub:
             left_in_stream = pub.stream_state()["messages"]
     verdict["lost"] = jobs - verdict["jobs_with_result"] - verdict["dead_letters"]
     verdict["left_in_stream"] = left_in_stream
-    logged = Counter(e["event"] for w in fleet.workers.values() for e in w.events)
+    events = [e for w in fleet.workers.values() for e in w.events]
+    logged = Counter(e["event"] for e in events)
+    refused = sum(e["event"] == "stale" and e.get("refused") == "result" for e in events)
     return {
         "broker": "nats", "seed": seed, "jobs": jobs, "workers": workers,
         "concurrency": concurrency, "lease_s": lease,
         "planned": {"kills": kills, "stops": stops, "restarts": restarts},
         "carried_out": {"kills": done_actions["kill"], "stops": done_actions["stop"],
                         "restarts": done_actions["restart"]},
+        "paused_in_a_job": paused_in_a_job, "stale_results_refused": refused,
         "worker_processes": len(fleet.workers), "exit_codes": exit_codes,
         "duration_s": round(time.monotonic() - started, 2), "time_limit_s": time_limit,
         "timed_out": timed_out, "verdict": verdict,
@@ -182,3 +226,15 @@ def failures(result: dict[str, Any]) -> list[str]:
         problems.append(f"carried out {result['carried_out']}, planned {result['planned']} "
                         f"(seed {seed})")
     return problems
+
+
+def counts(result: dict[str, Any]) -> dict[str, int]:
+    """The run in one row: jobs submitted and processed (with a result), lost, doubled
+    (results beyond one per job), results of a stale delivery that the fence refused (a
+    worker that finished after its job had been delivered again), and the faults carried
+    out (kills, pauses, broker restarts)."""
+    verdict, done = result["verdict"], result["carried_out"]
+    return {"submitted": result["jobs"], "processed": verdict["jobs_with_result"],
+            "lost": verdict["lost"], "doubled": verdict["duplicates"],
+            "stale_refused": result["stale_results_refused"], "kills": done["kills"],
+            "pauses": done["stops"], "restarts": done["restarts"]}

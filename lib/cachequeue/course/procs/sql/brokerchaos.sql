@@ -1,4 +1,4 @@
--- Statements of bench/broker_chaos.py: what survived a chaos run of the JetStream worker.
+-- Statements of course.procs.brokerchaos: what survived a chaos run of the JetStream worker.
 
 -- name: done_count
 -- Jobs with a result so far.
