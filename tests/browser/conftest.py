@@ -10,20 +10,30 @@ import pytest
 from cachequeue.course.procs import browser as chromium_tools
 
 
-@pytest.fixture
-def browser(tmp_path):
-    """A persistent Chromium context on a fresh, empty profile folder (tabs share its
-    localStorage, as a person's browser does)."""
+@pytest.fixture(scope="module")
+def chromium():
+    """One Chromium process for the module's tests (a start costs about a second of CPU);
+    each test gets a context of its own from it (`browser`)."""
     executable = chromium_tools.chromium()
     if executable is None:
         pytest.skip(chromium_tools.SKIP_LINE)
     sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[dev]'")
     with sync_api.sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            tmp_path / "profile", executable_path=executable, headless=True,
-            args=chromium_tools.FLAGS)
-        context.set_default_timeout(30_000)
+        started = playwright.chromium.launch(executable_path=executable, headless=True,
+                                             args=chromium_tools.FLAGS)
         try:
-            yield context
+            yield started
         finally:
-            context.close()
+            started.close()
+
+
+@pytest.fixture
+def browser(chromium):
+    """A fresh browser context, as a new, empty profile: nothing stored by another test (its
+    tabs share localStorage with each other, as a person's browser does)."""
+    context = chromium.new_context()
+    context.set_default_timeout(30_000)
+    try:
+        yield context
+    finally:
+        context.close()
