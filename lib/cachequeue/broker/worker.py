@@ -297,13 +297,15 @@ class BrokerWorker:
     async def _fetch_loop(self, sub) -> None:
         running: set[asyncio.Task] = set()
         pause = 0.0
+        # One waiter for the stop, made once: a new one per full house would be left pending
+        # each time a job, not the stop, ended the wait (a task per job, kept until the end).
+        stop = asyncio.ensure_future(self._stopping.wait())
         self._log("ready")
         self.ready.set()
         while not self._stopping.is_set():
             free = self.concurrency - len(running)
             if free == 0:
-                done, _ = await asyncio.wait(running | {asyncio.ensure_future(self._stopping.wait())},
-                                             return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(running | {stop}, return_when=asyncio.FIRST_COMPLETED)
                 running -= done
                 continue
             try:
@@ -322,6 +324,7 @@ class BrokerWorker:
                 task = asyncio.ensure_future(self._process(msg))
                 running.add(task)
                 task.add_done_callback(running.discard)
+        stop.cancel()
         self._log("stopping", running=len(running))
         deadline = time.monotonic() + self.shutdown_timeout
         while running and not self._now and time.monotonic() < deadline:

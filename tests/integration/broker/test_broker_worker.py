@@ -226,3 +226,24 @@ def test_the_default_connection_uses_the_schema_with_its_suffix_once(schema, mon
         found = conn.execute("SELECT current_schema()").fetchone()[0]
         conn.execute(f'DROP SCHEMA "{found}" CASCADE')
     assert found == names(schema).schema == db.schema_name(schema) == schema + "_once"
+
+
+def test_a_full_house_leaves_no_waiter_behind(schema, nats_url, start_worker):
+    """At concurrency 1 every fetch fills the house, and the loop waits for a job or the
+    stop: after 30 jobs the worker's loop holds as many tasks as before them, not one more
+    per job (a waiter made anew for each wait was left pending when a job ended it)."""
+    import asyncio
+
+    async def tasks() -> int:
+        return len(asyncio.all_tasks())
+
+    with Publisher(schema, url=nats_url) as pub:
+        running = start_worker({"double": lambda p: {"twice": 2 * p["n"]}}, url=nats_url,
+                               concurrency=1)
+        before = asyncio.run_coroutine_threadsafe(tasks(), running._loop).result(10)
+        for n in range(30):
+            pub.submit("double", {"n": n}, msg_id=f"job-{n}")
+        wait_for(lambda: counts(schema)["results"] == 30, what="30 results")
+        after = asyncio.run_coroutine_threadsafe(tasks(), running._loop).result(10)
+        running.close()
+    assert after - before <= 2, f"{before} tasks in the worker's loop before 30 jobs, {after} after"
