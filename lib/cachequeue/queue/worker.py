@@ -34,7 +34,6 @@ committed are recognised from their attempt rows, not counted as refused.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import random
 import select
@@ -51,7 +50,7 @@ from ..checks import check_bool, check_callable, check_int, check_seconds, check
 from . import fairness, jobs, registry
 from .inflight import InFlight
 from .limits import check_lease
-from .logline import LOGGER, log_line, one_line
+from .logline import info, one_line
 from .notify import CONNECTION_ERRORS, JobEvent, Listener
 from .retry import RetryPolicy
 from .single_pass import check_handlers
@@ -180,8 +179,7 @@ class Worker:
             self._wake_w.send(b"x")
 
     def _log(self, event: str, **fields: Any) -> None:
-        if LOGGER.isEnabledFor(logging.INFO):  # the line is built only if it is written
-            LOGGER.info(log_line(self.name, event, **fields))
+        info(self.name, event, **fields)
 
     # ------------------------------------------------------------------ the loop
 
