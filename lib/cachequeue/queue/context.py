@@ -20,7 +20,7 @@ import psycopg
 
 from ..checks import check_seconds
 from .jobs import Claim
-from .logline import LOGGER, log_line
+from .logline import info
 
 __all__ = ["HANDED_BACK", "LOST", "JobContext", "takes_context"]
 
@@ -73,8 +73,7 @@ class JobContext:
     def report(self, event: str, **fields: Any) -> None:
         """Write one log line for this attempt, e.g. ctx.report("started"): a moment that
         a supervisor (a test, a notebook) can wait for."""
-        LOGGER.info(log_line(self.worker, event, job=self.claim.job_id,
-                             attempt=self.claim.attempt, **fields))
+        info(self.worker, event, job=self.claim.job_id, attempt=self.claim.attempt, **fields)
 
     def halt(self, reason: str) -> None:
         """Ask the handler to stop (called by the worker, not by handlers)."""

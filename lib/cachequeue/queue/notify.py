@@ -8,8 +8,11 @@ streams show). Unwatched jobs' claims and finishes notify nobody: PostgreSQL ser
 notifying commits on one lock, and a queue that notified on each of them made its workers
 wait for each other. Notifications are a hint to look again, never the record: one sent
 while a listener was disconnected is gone, so a listener re-reads the table whenever it
-(re)connects. `Listener` does that for a worker: it keeps its own connection in LISTEN mode,
-reconnects with backoff, and calls back on every notification and after every (re)connect.
+(re)connects. `Listener` does that for a process that has no loop of its own (the HTTP
+service's hub): it keeps its own connection in LISTEN mode on a thread, reconnects with
+backoff, and calls back on every notification and after every (re)connect. A `Worker`
+LISTENs on its loop's connection instead and reads what arrived each turn (one thread's
+turn per wake-up, not two).
 `wait_status` is the client side: watch one job and block until it reaches a state, woken
 by its notifications instead of polling in a loop.
 """

@@ -10,11 +10,16 @@ Tests drive `run_once()` turn by turn, with a manual `clock`.
 
 One thread (the one that calls `run` or `run_once`) does all the talking to the database,
 on one connection. Handlers run on daemon threads, at most `concurrency` at once, with no
-transaction open; they hand their result back through a queue. A `notify.Listener`
-thread, on a second connection, wakes the loop when a job becomes pending; polling every
+transaction open; they hand their result back through a queue. The same connection LISTENs
+on the jobs channel (`notify.listen`), and the loop's wait watches its socket beside the
+handlers' wake-up socket: a notification that a job became pending wakes the loop itself,
+which claims at once. (A `notify.Listener` thread on a second connection did this before:
+every wake-up then took two threads' turns, the listener's and the loop's, and on a busy
+machine each turn can wait for a core; chapter 10's latency measurement.) Polling every
 `poll` seconds covers what sends no notification (expired leases, retries coming due) and
-a listener that was disconnected. Two long-lived connections, reopened by the loop itself,
-are all it needs: a pool (psycopg_pool) would add a dependency and hide the reconnects that
+the notifications lost while the connection was down: after every (re)connect the loop
+LISTENs again and looks for work. One long-lived connection, reopened by the loop itself,
+is all it needs: a pool (psycopg_pool) would add a dependency and hide the reconnects that
 this class exists to show.
 
 Stopping follows River's Stop/StopAndCancel and procrastinate's graceful timeout: `stop()`
@@ -34,7 +39,6 @@ committed are recognised from their attempt rows, not counted as refused.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import random
 import select
@@ -51,8 +55,8 @@ from ..checks import check_bool, check_callable, check_int, check_seconds, check
 from . import fairness, jobs, registry
 from .inflight import InFlight
 from .limits import check_lease
-from .logline import LOGGER, log_line, one_line
-from .notify import CONNECTION_ERRORS, JobEvent, Listener
+from .logline import info, one_line
+from .notify import CONNECTION_ERRORS, JobEvent, event, listen
 from .retry import RetryPolicy
 from .single_pass import check_handlers
 
@@ -84,7 +88,7 @@ class Worker:
     the lease was lost), lost (a heartbeat found the lease gone), released (handed back),
     abandoned (could not be handed back: the database was unreachable), disconnects (lost
     or refused connections), batches (finish_many statements) and statements (sent by the
-    loop; the listener's are in `listener_statements`).
+    loop but the ones that start listening, which are in `listener_statements`).
     """
 
     def __init__(self, connect: Callable[[], psycopg.Connection],
@@ -143,8 +147,8 @@ class Worker:
                                    batch_wait=self._batch_wait)
 
         self._conn: psycopg.Connection | None = None
-        self._listener: Listener | None = None
-        self._listening = False
+        self._listening = False  # the connection LISTENs (set by _open, cleared when it drops)
+        self._listen_statements = 0
         self._want_claim = True
         self._maybe_more = True
         self._beat_soon = False
@@ -173,15 +177,16 @@ class Worker:
 
     @property
     def listener_statements(self) -> int:
-        return self._listener.statements if self._listener else 0
+        """Statements sent to start listening (the channel's name and LISTEN, at every
+        (re)connect); waiting for notifications sends none."""
+        return self._listen_statements
 
     def _poke(self) -> None:
         with contextlib.suppress(OSError):  # full (the loop wakes anyway) or already closed
             self._wake_w.send(b"x")
 
     def _log(self, event: str, **fields: Any) -> None:
-        if LOGGER.isEnabledFor(logging.INFO):  # the line is built only if it is written
-            LOGGER.info(log_line(self.name, event, **fields))
+        info(self.name, event, **fields)
 
     # ------------------------------------------------------------------ the loop
 
@@ -193,9 +198,6 @@ class Worker:
         self._log("starting", pid=os.getpid(), concurrency=self._concurrency, lease=self._lease,
                   poll=self._poll, heartbeat=self._heartbeat, listen=self._listen,
                   batch=self._batch, batch_wait=self._batch_wait, kinds=",".join(self._kinds))
-        if self._listen:
-            self._listener = Listener(self._connect, self._on_event, log=self._log,
-                                      backoff=self._backoff, rng=self._rng).start()
         try:
             while True:
                 self.run_once()
@@ -217,8 +219,8 @@ class Worker:
         renew the held leases if a heartbeat is due; claim for the free slots if a claim is
         wanted (a notification, a freed slot, the poll). A lost connection ends the turn:
         it is counted in `disconnects` and retried after a backoff, nothing is dropped.
-        Does not start the listener (run() does): drive it with listen=False, or expect
-        claims only on the poll.
+        With listen=True, the connection LISTENs from the first turn on, and each turn reads
+        the notifications that arrived (`wait()` wakes on them).
         """
         before = self.stats.copy()
         self._drain_wakeups()
@@ -229,6 +231,7 @@ class Worker:
                       timeout=0 if self._hand_back_now else self._shutdown_timeout)
         try:
             self._step(now)
+            self._hear()  # what came in with this turn's answers, before the loop waits
         except CONNECTION_ERRORS as exc:
             self._disconnected(exc)
             if self._hand_back_due(self._clock()):
@@ -251,6 +254,7 @@ class Worker:
             if now < self._reconnect_at and not self._hand_back_due(now):
                 return
             self._open()
+        self._hear()
         if self._in_flight.report(self._conn, now, flush=self._stop_requested):
             self._want_claim = self._want_claim or self._maybe_more  # a slot is free again
         if self._hand_back_due(now):
@@ -285,14 +289,21 @@ class Worker:
         flush_at = self._in_flight.flush_due_at()
         if flush_at is not None:
             wake.append(flush_at)
-        select.select([self._wake_r], [], [], max(0.0, min(wake) - now))
+        select.select(self._waited(), [], [], max(0.0, min(wake) - now))
 
     def wait(self, timeout: float) -> bool:
-        """Block until a handler finished, a notification or stop() poked the loop, or
-        `timeout` seconds passed; True if poked. For callers of run_once()."""
-        readable, _, _ = select.select([self._wake_r], [], [], check_seconds(
+        """Block until a handler finished, a notification arrived or stop() poked the loop,
+        or `timeout` seconds passed; True if woken. For callers of run_once()."""
+        readable, _, _ = select.select(self._waited(), [], [], check_seconds(
             timeout, "timeout", allow_zero=True))
         return bool(readable)
+
+    def _waited(self) -> list:
+        """What the loop's wait watches: the wake-up socket, and the connection's while it
+        listens (readable: a notification, or the server closed it; the next turn reads it)."""
+        if self._listening and self._conn is not None:
+            return [self._wake_r, self._conn.fileno()]
+        return [self._wake_r]
 
     def _drain_wakeups(self) -> None:
         try:
@@ -320,8 +331,16 @@ class Worker:
         except BaseException:
             conn.close()
             raise
-        self._conn = conn
         self.stats["statements"] += 1
+        if self._listen:  # after every (re)connect: notifications sent meanwhile are lost,
+            try:          # so _want_claim below makes the loop look at the table
+                listen(conn)
+            except BaseException:
+                conn.close()
+                raise
+            self._listen_statements += 2
+            self._listening = True
+        self._conn = conn
         if self._failures:
             self._log("reconnected", after_failures=self._failures)
         self._failures = 0
@@ -329,6 +348,7 @@ class Worker:
         self._next_beat_at = 0.0  # renew at once: leases ran on while we were away
 
     def _disconnected(self, exc: BaseException) -> None:
+        self._listening = False
         if self._conn is not None:
             with contextlib.suppress(Exception):  # already broken; closing is best effort
                 self._conn.close()
@@ -372,26 +392,26 @@ class Worker:
         self.stats["statements"] += 1
         self._in_flight.renewed(claims, held, now)
 
-    def _on_event(self, event: JobEvent | None) -> None:
-        """From the listener thread: only flags and a wake-up byte."""
-        if event is None:
-            self._listening = True
+    def _hear(self) -> None:
+        """Take the notifications that arrived: the ones psycopg kept while statements ran,
+        and what the socket holds now (never waits)."""
+        if self._listening and self._conn is not None:
+            for notify in self._conn.notifies(timeout=0):
+                self._on_event(event(notify))
+
+    def _on_event(self, job: JobEvent) -> None:
+        """A job became pending: claim; one was cancelled: renew (and so learn) soon."""
+        if job.state == "pending" and job.kind in self._kinds:
             self._want_claim = True
-        elif event.state == "pending" and event.kind in self._kinds:
-            self._want_claim = True
-        elif event.state == "cancelled":
+        elif job.state == "cancelled":
             self._beat_soon = True
-        else:
-            return
-        self._poke()
 
     def abandon(self) -> None:
         """Drop everything at once and send nothing more: no flush, no hand-back, no
         deregistration, as a crash would. Batched results are lost (their jobs run again
         once their leases expire: at-least-once); for demonstrations and tests."""
-        if self._listener is not None:
-            self._listener.stop()
         self._in_flight.close()
+        self._listening = False
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -399,11 +419,10 @@ class Worker:
         self._wake_w.close()
 
     def close(self) -> None:
-        """Stop the listener, deregister, close the connection (run() does it at the end;
+        """Deregister, close the connection (run() does it at the end;
         call it after driving run_once() yourself)."""
         self._in_flight.close()
-        if self._listener is not None:
-            self._listener.stop()
+        self._listening = False
         if self._conn is not None:
             with contextlib.suppress(*CONNECTION_ERRORS):
                 registry.deregister(self._conn, self.name)

@@ -301,3 +301,23 @@ def test_without_heartbeats_the_lease_runs_out_and_the_late_finish_is_refused(co
     [row] = jobs.history(conn, job_id)
     assert (row["outcome"], row["rejected_report"]) == ("expired", "finish")
     assert conn.execute("SELECT count(*) FROM job_results").fetchone()[0] == 0
+
+
+def test_a_listening_worker_is_woken_by_a_notification_on_its_own_connection(harness, conn):
+    # No poll comes due on the manual clock: only the notification can lead to the claim.
+    h = harness({"noop": lambda payload: None}, listen=True, poll=60)
+    db.set_clock(conn, T0)  # the jobs are due on the worker's database clock
+    assert h.turn()["claimed"] == 0  # connects, LISTENs, finds nothing
+    assert h.worker.listener_statements == 2 and h.turn()["statements"] == 0
+    assert not h.worker.wait(0.2), "nothing to wake it"
+    job_id = jobs.submit(conn, tenant_id=1, kind="noop", payload={})
+    assert h.worker.wait(WAIT), "the notification makes the connection's socket readable"
+    assert h.turn()["claimed"] == 1
+    # One that arrives while the connection runs a statement is heard by the next turn,
+    # whether psycopg kept it with that statement's answer or it still waits in the socket.
+    h.worker.wait(WAIT)
+    h.turn()  # reports the first job (batched)
+    second = jobs.submit(conn, tenant_id=1, kind="noop", payload={})
+    h.conns[0].execute("SELECT pg_sleep(0.2)")  # the notification arrives meanwhile
+    assert h.turn()["claimed"] == 1, "heard without a wait and without a poll"
+    assert {row["job_id"] for row in jobs.history(conn)} == {job_id, second}

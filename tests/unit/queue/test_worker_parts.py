@@ -2,6 +2,7 @@
 figure, and the chaos verdict (each invariant check is shown to fail on a broken result)."""
 
 import copy
+import logging
 import threading
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -28,6 +29,29 @@ def test_a_log_line_reads_back_with_its_types():
                      "error": 'TimeoutError: vendor "busy" = slow'}
     assert logline.parse("Traceback (most recent call last):") is None
     assert logline.log_line("w", "x", heartbeat=1 / 3) == "w x heartbeat=0.333333"
+
+
+def test_info_writes_the_log_line_as_one_record_without_looking_up_the_caller():
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(record)
+
+    keep, level = Keep(), logline.LOGGER.level
+    logline.LOGGER.addHandler(keep)
+    try:
+        logline.LOGGER.setLevel(logging.WARNING)
+        logline.info("w1", "claimed", job=7)
+        assert records == [], "nothing is built or written below INFO"
+        logline.LOGGER.setLevel(logging.INFO)
+        logline.info("w1", "claimed", job=7, attempt=1)
+    finally:
+        logline.LOGGER.removeHandler(keep)
+        logline.LOGGER.setLevel(level)
+    [record] = records
+    assert record.getMessage() == logline.log_line("w1", "claimed", job=7, attempt=1)
+    assert (record.levelno, record.name, record.lineno) == (logging.INFO, "cachequeue.worker", 0)
 
 
 def test_one_line_keeps_the_type_and_the_first_line_within_a_limit():
