@@ -548,9 +548,7 @@ def main(argv: list[str] | None = None) -> int:
             # at most N / SLOW_S jobs per second
             "ceiling_jobs_per_second": {str(p): round(p / perf.SLOW_S, 1) for p in processes}}
     out["runs"] = runs
-    machine_facts["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
-    out["seconds"] = round(time.monotonic() - started, 1)
-    perf.emit(out, args.out)
+    perf.emit(out, args.out, machine=machine_facts, started=started)
     return 0
 
 

@@ -543,9 +543,7 @@ def main(argv: list[str] | None = None) -> int:
         with psycopg.connect(url, autocommit=True) as conn:
             db.drop_schema(conn, schema)
     out["targets"] = targets(out)
-    facts["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
-    out["seconds"] = round(time.monotonic() - started, 1)
-    perf.emit(out, args.out)
+    perf.emit(out, args.out, machine=facts, started=started)
     return 0
 
 

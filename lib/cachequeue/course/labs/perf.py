@@ -83,9 +83,16 @@ def load(name: str) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def emit(document: dict[str, Any], out: Path | None = None) -> None:
+def emit(document: dict[str, Any], out: Path | None = None, *,
+         machine: dict[str, Any] | None = None, started: float | None = None) -> None:
     """A benchmark's run as the scripts in bench/ give it: one JSON document on stdout, and
-    in `out` too when given (how data/bench/*.json is recorded)."""
+    in `out` too when given (how data/bench/*.json is recorded). With `machine` (the run's
+    machine facts), the load average at the end goes into it; with `started` (a
+    time.monotonic() reading), the run's seconds go into the document."""
+    if machine is not None:
+        machine["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    if started is not None:
+        document["seconds"] = round(time.monotonic() - started, 1)
     text = json.dumps(document, indent=2, default=str)
     if out is not None:
         Path(out).write_text(text + "\n", encoding="utf-8")
