@@ -36,8 +36,10 @@ _QUERIES = sqlfile.load("cachequeue.course.app", "webapp.sql")
 
 
 def listen_sessions(conn: psycopg.Connection) -> int:
-    """How many sessions LISTEN on the jobs channel of the connection's schema (each worker
-    holds one, each service process one, however many event streams it serves)."""
+    """How many sessions wait on LISTEN on the jobs channel of the connection's schema: those
+    whose last statement was that LISTEN. Each service process holds one, however many event
+    streams it serves; a worker listens on the connection it claims with, whose last
+    statement is a claim, so it is not counted here."""
     return conn.execute(_QUERIES["listen_sessions"].sql,
                         {"channel": notify.channel(conn)}).fetchone()[0]
 
