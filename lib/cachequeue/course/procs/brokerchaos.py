@@ -55,8 +55,12 @@ HANDLERS = {"work": work}
 
 
 def _plan(rng: random.Random, jobs: int, kills: int, stops: int, restarts: int) -> list:
+    """(jobs done, action) in order. Kills and restarts land between 5% and 85% of the jobs
+    done; pauses in the first half, while plenty of long jobs are still to start (a pause
+    waits for a worker inside one: late in a run, none may be left)."""
+    until = {"kill": jobs * 17 // 20, "stop": jobs // 2, "restart": jobs * 17 // 20}
     actions = ["kill"] * kills + ["stop"] * stops + ["restart"] * restarts
-    return sorted((rng.randint(jobs // 20, jobs * 17 // 20), a) for a in actions)
+    return sorted((rng.randint(jobs // 20, until[a]), a) for a in actions)
 
 
 def _done(url: str) -> int | None:
