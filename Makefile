@@ -13,8 +13,9 @@ DEV    := $(VENV)/.installed-dev
 SITE   := $(VENV)/.installed-site
 PYTEST_ARGS ?=
 # pytest-xdist workers for `make test`. The suite waits on servers, kernels and child
-# processes more than it computes: on two cores, 4 workers kept 1.2 cores busy and took
-# 188 s where 2 took 299 s (leg 1, measured). TEST_WORKERS=2 on a busy machine.
+# processes more than it computes: on two cores, 4 workers took 248 s for leg 1 where 6 took
+# 271 s and failed load-sensitive broker tests (measured on a quiet machine, longest files
+# first). TEST_WORKERS=2 on a busy machine.
 TEST_WORKERS ?= 4
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
@@ -91,7 +92,8 @@ lint: $(DEV)
 test: $(DEV) db lint
 	@# Notebooks under test use ch00_test, ch01_test, ...: a test run never resets the
 	@# schemas of a chapter that is open in JupyterLab at the same time.
-	@# TEST_WORKERS workers, one file each at a time (a notebook's cells share one kernel); the 25
+	@# TEST_WORKERS workers, one file each at a time (a notebook's cells share one kernel), the
+	@# longest files first (conftest.py's LONGEST_FIRST; xdist's own reorder is off); the 25
 	@# slowest steps are listed at the end.
 	@$(BIN)/python tools/browser.py check || true
 	CACHEQUEUE_SCHEMA_SUFFIX=_test $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25 --nbval --nbval-sanitize-with tests/sanitize.cfg $(PYTEST_ARGS)
@@ -112,12 +114,15 @@ present: $(SITE)
 
 bench: $(DEV) db
 	$(PIP) -e '.[dev,bench]'
-	@# worker_throughput.py records its run for chapter 10 (data/bench/worker_throughput.json),
+	@# worker_throughput.py records its run for chapter 10 (data/bench/worker_throughput.json, and
+	@# on the embedded server worker_throughput_embedded.json),
 	@# broker_throughput.py its run for chapter 12 (data/bench/broker_throughput.json)
 	@for script in bench/*.py; do \
 	    case $$script in bench/worker_throughput.py) out="--out data/bench/worker_throughput.json";; \
 	        bench/broker_throughput.py) out="--out data/bench/broker_throughput.json";; *) out="";; esac; \
 	    $(BIN)/python $$script $$out || exit 1; done
+	@# the worker run once more on the embedded PostgreSQL 18 (whatever DATABASE_URL says)
+	env -u DATABASE_URL $(BIN)/python bench/worker_throughput.py --jobs 3000 --out data/bench/worker_throughput_embedded.json
 
 # The full-size chaos run on a private throw-away server (make test runs a small one).
 chaos: $(DEV)

@@ -488,9 +488,6 @@ def main(argv: list[str] | None = None) -> int:
     url = db.database_url()
     qt._check_local(url)
     machine_facts = wt.machine(url, args.note)  # before the run: the load it starts under
-    # A socket folder inside this checkout is named from the checkout, not from where it is.
-    root = str(Path(__file__).resolve().parents[1])
-    machine_facts["server"] = machine_facts["server"].replace(root + os.sep, "")
     started = time.monotonic()
     with embedded_redis.Server.private() as redis_server, \
             embedded_nats.Server.private() as nats_server:
@@ -521,10 +518,12 @@ def main(argv: list[str] | None = None) -> int:
         rates = medians("noop")
         lat, idle = {}, {}
         for n, system in enumerate(systems):
+            perf.settle(url)  # not the drains' autovacuum and WAL flush
             lat[system] = latency(system, url, redis_url, nats, args.samples, seed=n)
             print(json.dumps({system: {k: v for k, v in lat[system].items() if k != "values"}}),
                   file=sys.stderr, flush=True)
         for system in systems:
+            perf.settle(url)
             idle[system] = idle_cost(system, url, redis_url, nats, nats_server, windows)
             print(json.dumps({system: idle[system]}), file=sys.stderr, flush=True)
         redis_version = embedded_redis.client(redis_url).info("server")["redis_version"]

@@ -35,12 +35,16 @@ clock; then the workers get SIGTERM. Rates are jobs/s; medians over interleaved 
 Latency: one worker per system on an idle queue, `--samples` jobs submitted one at a time
 (each after the previous one started, plus a random pause up to 0.2 s); latency = the moment
 the handler starts (time.time() in the worker process) minus the moment before the submit call
-(time.time() in this process): p50, p99, max.
+(time.time() in this process): p50, p99, max. Before each system's samples, and before each
+idle measurement, `perf.settle` vacuums the database and checkpoints, so that neither the
+drains' autovacuum nor the flush of their WAL lands in the quiet measurements.
 
 Idle cost: the transactions an idle worker makes the server run per second, from
 pg_stat_database (xact_commit + xact_rollback of this database) around a worker that runs
 idle for T1 and for T2 seconds and then stops: (count(T2) - count(T1)) / (T2 - T1), so start-up
-and shutdown cancel out. Nothing else may use the database meanwhile (use your own).
+and shutdown cancel out; the median of three such measurements. Nothing else may use the
+database meanwhile (use your own; autovacuum's visits count too, hence the settle before and
+the median).
 
 Commit ceiling: `pgbench -N` (three statements and one durable commit per transaction) at
 the same client counts, `--pgbench-seconds` each, in a schema of its own; `share_of_pgbench`
@@ -342,23 +346,32 @@ def latency(url: str, system: str, samples: int, seed: int) -> dict:
     return {"samples": samples, **perf.summary(values)}
 
 
-def idle_cost(url: str, system: str, windows: tuple[float, float]) -> dict:
-    """Transactions per second one idle worker of `system` makes the server run."""
+IDLE_REPEATS = 3  # the database-wide counter also counts autovacuum's visits: a median of three
+
+
+def idle_cost(url: str, system: str, windows: tuple[float, float],
+              repeats: int = IDLE_REPEATS) -> dict:
+    """Transactions per second one idle worker of `system` makes the server run: the median
+    of `repeats` measurements, each from a T1 and a T2 window (all kept in `transactions`)."""
     setup(url, system, 0)
-    counts = []
-    for window in windows:
-        before = perf.transactions(url)
-        name = f"bench-{system}-idle"
-        proc = start_worker(system, name)
-        time.sleep(window)  # the measuring window itself
-        if (error := _failed([proc])) is not None:
-            raise RuntimeError(f"{system}: the idle worker exited:\n{error}")
-        stop([proc])
-        perf.wait_gone(url, name)
-        counts.append(perf.transactions(url) - before)
     t1, t2 = windows
-    return {"windows_s": list(windows), "transactions": counts,
-            "per_second": round((counts[1] - counts[0]) / (t2 - t1), 2)}
+    pairs = []
+    for _ in range(repeats):
+        counts = []
+        for window in windows:
+            before = perf.transactions(url)
+            name = f"bench-{system}-idle"
+            proc = start_worker(system, name)
+            time.sleep(window)  # the measuring window itself
+            if (error := _failed([proc])) is not None:
+                raise RuntimeError(f"{system}: the idle worker exited:\n{error}")
+            stop([proc])
+            perf.wait_gone(url, name)
+            counts.append(perf.transactions(url) - before)
+        pairs.append(counts)
+    rates = [(c2 - c1) / (t2 - t1) for c1, c2 in pairs]
+    return {"windows_s": list(windows), "transactions": pairs,
+            "per_second": round(statistics.median(rates), 2)}
 
 
 # ------------------------------------------------------------------ the commit ceiling
@@ -525,11 +538,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_latency:
         out["latency_s"] = {}
         for n, system in enumerate(defaults):
+            perf.settle(url)  # not the drains' autovacuum and WAL flush
             out["latency_s"][system] = latency(url, system, args.samples, seed=n)
             print(json.dumps({system: out["latency_s"][system]}), file=sys.stderr, flush=True)
     if not args.skip_idle:
         out["idle_transactions"] = {}
         for system in defaults:
+            perf.settle(url)
             out["idle_transactions"][system] = idle_cost(url, system, windows)
             print(json.dumps({system: out["idle_transactions"][system]}), file=sys.stderr,
                   flush=True)

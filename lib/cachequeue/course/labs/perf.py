@@ -51,6 +51,7 @@ from ...checks import (
     check_text,
 )
 from ...clock import ManualClock
+from ...localserver import shown
 from ...queue import Worker, jobs
 from ..probes import plans
 
@@ -283,6 +284,18 @@ def transactions(url: str) -> int:
         return conn.execute(query("transactions").sql).fetchone()[0]
 
 
+def settle(url: str) -> None:
+    """Let the server finish what earlier drains left it before a quiet measurement: VACUUM
+    (ANALYZE) the database, so that autovacuum has nothing to do in the windows that follow
+    (its transactions count in the database's counter that the idle cost reads), then
+    CHECKPOINT, so that the WAL the drains wrote is not flushed in the middle of the latency
+    samples (a submit's commit waiting behind it). Needs the server owner or a superuser,
+    as the bench's connections are."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM (ANALYZE)")
+        conn.execute("CHECKPOINT")
+
+
 def wait_gone(url: str, name: str, timeout: float = 30.0) -> None:
     """Return once no backend carries application name `name` (its statistics are flushed
     when it exits), plus a short settle for the last flush."""
@@ -297,9 +310,11 @@ def wait_gone(url: str, name: str, timeout: float = 30.0) -> None:
 
 
 def describe_url(url: str) -> str:
-    """host:port/dbname of a connection string (never the password)."""
+    """host:port/dbname of a connection string (never the password); a socket folder as it
+    reads from any clone (`localserver.shown`: '.pgdata/...', not this machine's path)."""
     info = conninfo_to_dict(url)
-    return f"{info.get('host', 'local socket')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
+    host = shown(info.get("host", "local socket"))
+    return f"{host}:{info.get('port', 5432)}/{info.get('dbname', '')}"
 
 
 def settings(conn: psycopg.Connection) -> dict[str, str]:
