@@ -286,10 +286,33 @@ def _with_student_copy_checks(items):
 # ---------------------------------------------------------------- servers and nbval
 
 
+def _start_kernel_with_retries(start, tries: int = 3):
+    """nbval's start_new_kernel, tried again when the kernel dies before it answers: a
+    Jupyter kernel on TCP binds five ports that jupyter_client found free and released a
+    moment before, and on a busy machine another process can take one in between (seen
+    once in CI: "Kernel died before replying to kernel_info", the notebook's every cell an
+    error)."""
+    @functools.wraps(start)
+    def started(*args, **kwargs):
+        for attempt in range(1, tries + 1):
+            try:
+                return start(*args, **kwargs)
+            except RuntimeError:
+                if attempt == tries:
+                    raise
+
+    started._retries = True
+    return started
+
+
 def pytest_configure(config):
     if not config.pluginmanager.hasplugin("nbval"):
         return
+    import nbval.kernel
     from nbval.plugin import IPyNbCell
+
+    if not getattr(nbval.kernel.start_new_kernel, "_retries", False):
+        nbval.kernel.start_new_kernel = _start_kernel_with_retries(nbval.kernel.start_new_kernel)
 
     original = IPyNbCell.compare_outputs
     if getattr(original, "_ignores_stderr", False):

@@ -94,6 +94,19 @@ def test_a_claim_the_tables_forgot_is_lost_unless_the_server_restarted():
     assert [v for v in run(ops, snap) if v.check == "lost"] == []
 
 
+def test_a_claim_answered_after_a_restart_that_lost_it_is_not_lost():
+    """The claim ran before the crash (its lease starts there); a partition held its answer
+    back until after the restart: the crash explains the missing row."""
+    ops, snap = good()
+    late = claim(1.5, A3, 3, "w3")
+    late[1]["from"] = T + 0.9  # ran at 0.9 on the server, answered at 1.5
+    ops += late
+    ops.append(op("info", "restart", 1.0, "nemesis", started=T + 0.95, until=T + 1.0))
+    assert [v for v in run(ops, snap) if v.check == "lost"] == []
+    late[1]["from"] = T + 1.2  # ran after the restart: nothing explains the missing row
+    assert [v.check for v in run(ops, snap) if v.check == "lost"] == ["lost"]
+
+
 def test_an_unexpected_job_is_found():
     ops, snap = good()
     snap["jobs"].append(dict(snap["jobs"][0], job_id=2, payload={}))
