@@ -186,3 +186,20 @@ def test_a_three_node_cluster_survives_one_killed_node_and_refuses_writes_withou
     with pytest.raises((nats.errors.TimeoutError, nats.js.errors.NoStreamResponseError,
                         nats.js.errors.APIError)):
         asyncio.run(write_alone())
+
+
+def test_a_restart_waits_out_a_port_held_for_a_moment():
+    """A killed server restarts on its own ports; if another process holds one of them for
+    a moment (another test's free_ports probing it), the start is tried again."""
+    import socket
+    import threading
+
+    with embedded_nats.Server.private() as server:
+        server.kill()
+        held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past TIME_WAIT, as Go does
+        held.bind(("127.0.0.1", server.settings()["http_port"]))
+        held.listen()
+        threading.Timer(0.3, held.close).start()
+        assert server.start() == server.url and server.running
+        assert "address already in use" in (server.folder / "nats.log").read_text()
