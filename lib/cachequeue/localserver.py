@@ -106,8 +106,13 @@ def live_pid(pid_file: Path) -> int | None:
         return None
     except PermissionError:
         pass  # alive, another user's (the PostgreSQL server runs as its own user under root)
-    try:  # a killed daemon stays a zombie until init reaps it: it is gone all the same
-        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+    # A killed daemon stays a zombie until init reaps it: it is gone all the same, once its
+    # other threads are gone too. The main thread of a threaded server (nats-server, in Go)
+    # turns zombie first, and the files and ports it shares with its other threads close
+    # only when the last of them has exited (seen: a restart's "address already in use").
+    try:
+        zombie = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        if zombie and len(os.listdir(f"/proc/{pid}/task")) <= 1:
             return None
     except (OSError, IndexError):
         pass  # no /proc (macOS), or it ended just now

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import fcntl
 import os
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -69,6 +71,51 @@ def test_a_zombie_counts_as_gone(tmp_path):
     try:
         assert live_pid(tmp_path / "z.pid") is None
     finally:
+        child.wait()
+
+
+# A child whose main thread ends (pthread_exit) while another thread holds a listening port
+# and ends the process when told: the shape of a killed threaded server whose main thread is
+# a zombie before its other threads have closed its files.
+_MAIN_THREAD_ENDS_FIRST = """
+import ctypes, socket, sys, threading
+held = socket.socket()
+held.bind(("127.0.0.1", 0))
+held.listen()
+print(held.getsockname()[1], flush=True)
+def last_thread():
+    sys.stdin.readline()
+    ctypes.CDLL(None)._exit(0)
+threading.Thread(target=last_thread).start()
+ctypes.CDLL(None).pthread_exit(None)
+"""
+
+
+def test_a_zombie_main_thread_counts_as_alive_while_another_thread_holds_its_ports(tmp_path):
+    if not Path("/proc/self/task").exists():
+        pytest.skip("needs /proc")
+    child = subprocess.Popen([sys.executable, "-c", _MAIN_THREAD_ENDS_FIRST],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    port = int(child.stdout.readline())
+    (tmp_path / "t.pid").write_text(f"{child.pid}\n")
+    try:
+        stat = Path(f"/proc/{child.pid}/stat")
+        for _ in range(500):  # the main thread's pthread_exit takes a moment
+            if stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+            time.sleep(0.01)
+        assert stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        assert live_pid(tmp_path / "t.pid") == child.pid  # its port is still held
+        with socket.socket() as probe, pytest.raises(OSError):
+            probe.bind(("127.0.0.1", port))
+        child.stdin.write("end\n")
+        child.stdin.flush()
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # every thread gone
+        assert live_pid(tmp_path / "t.pid") is None
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", port))  # and the port is free
+    finally:
+        child.kill()
         child.wait()
 
 
