@@ -35,7 +35,10 @@ clock; then the workers get SIGTERM. Rates are jobs/s; medians over interleaved 
 Latency: one worker per system on an idle queue, `--samples` jobs submitted one at a time
 (each after the previous one started, plus a random pause up to 0.2 s); latency = the moment
 the handler starts (time.time() in the worker process) minus the moment before the submit call
-(time.time() in this process): p50, p99, max. Before each system's samples, and before each
+(time.time() in this process): p50, p99, max. `parts` splits it where the submit call returned:
+`submit` is the submitter's own commit (it waits for the WAL flush, so its tail is the disk's),
+`commit_to_start` is the worker's share; `in_order` keeps both for each sample, in the order
+they were submitted. Before each system's samples, and before each
 idle measurement, `perf.settle` vacuums the database and checkpoints, so that neither the
 drains' autovacuum nor the flush of their WAL lands in the quiet measurements.
 
@@ -321,12 +324,13 @@ def latency(url: str, system: str, samples: int, seed: int) -> dict:
         submit, close = _submitter(url, system)
 
         async def run():
-            sent = {}
+            sent, committed = {}, {}
             try:
                 for n in range(-1, samples):  # n = -1: a warm-up job, proves the worker is up
                     await asyncio.sleep(rng.uniform(0, 0.2))
                     sent[n] = time.time()
                     await submit(n, stamp)
+                    committed[n] = time.time()
                     deadline = time.monotonic() + (60 if n < 0 else 10)
                     while n not in perf.read_stamps(stamp):
                         if (error := _failed([proc])) is not None:
@@ -337,13 +341,23 @@ def latency(url: str, system: str, samples: int, seed: int) -> dict:
             finally:
                 await close()
             started = perf.read_stamps(stamp)
-            return [started[n] - sent[n] for n in range(samples)]
+            return [(started[n] - sent[n], committed[n] - sent[n], started[n] - committed[n])
+                    for n in range(samples)]
 
         try:
             values = asyncio.run(run())
         finally:
             stop([proc])
-    return {"samples": samples, **perf.summary(values)}
+    total, submit_part, worker_part = zip(*values, strict=True)
+    return {"samples": samples, **perf.summary(total),
+            "parts": {"submit": _quantiles(submit_part), "commit_to_start": _quantiles(worker_part),
+                      "in_order": [[round(a, 5), round(b, 5)]
+                                   for a, b in zip(submit_part, worker_part, strict=True)]}}
+
+
+def _quantiles(values) -> dict:
+    """p50, p99 and max of one part of the latency (its values are left out of the record)."""
+    return {k: v for k, v in perf.summary(values).items() if k != "values"}
 
 
 IDLE_REPEATS = 3  # the database-wide counter also counts autovacuum's visits: a median of three
