@@ -144,35 +144,53 @@ def _plan(rng: random.Random, faults: Iterable[str], window: float, per_kind: in
 
 class _Nemesis:
     def __init__(self, fleet: _Fleet, server: Server, proxy: Proxy, rec: history.Recorder,
-                 rng: random.Random) -> None:
+                 rng: random.Random, lease: float) -> None:
         self.fleet, self.server, self.proxy, self.rec, self.rng = fleet, server, proxy, rec, rng
+        self.lease = lease
+        self.quiet_at = 0.0  # monotonic: when the last pause or blackhole is over
         self.done = Counter()
         self.timers: list[threading.Thread] = []
 
-    def _victim(self, work_left: float = 0.0, patience: float = 1.5) -> str | None:
+    def _victim(self, work_left: float = 0.0,
+                patience: float = 1.5) -> tuple[str | None, float | None]:
         """A live worker, preferring one that holds a job with more than `work_left`
         seconds of work left (a fault on an idle worker shows nothing; a pause shows most
         when the handler still runs after it): wait up to `patience` seconds for one, then
-        take any holder, then any worker."""
+        take any holder, then any worker. With it, the seconds until the first of its leases
+        runs out (None if it holds none)."""
         give_up = time.monotonic() + patience
         while True:
             live = sorted(self.fleet.live())
-            holders: dict[str, float] = {}
+            holders: dict[str, tuple[float, float]] = {}
             with contextlib.suppress(Exception), db.connect(SCHEMA, url=self.server.url) as conn:
-                holders = dict(conn.execute(_QUERIES["holders"].sql).fetchall())
-            aimed = [n for n in live if n in holders and holders[n] > work_left]
+                holders = {name: (left, expires) for name, left, expires
+                           in conn.execute(_QUERIES["holders"].sql).fetchall()}
+            aimed = [n for n in live if n in holders and holders[n][0] > work_left]
+            if not aimed and time.monotonic() >= give_up:
+                aimed = [n for n in live if n in holders] or live
             if aimed:
-                return self.rng.choice(aimed)
-            if time.monotonic() >= give_up:
-                busy = [n for n in live if n in holders]
-                return self.rng.choice(busy or live) if live else None
+                victim = self.rng.choice(aimed)
+                return victim, holders[victim][1] if victim in holders else None
+            if not live and time.monotonic() >= give_up:
+                return None, None
             time.sleep(0.05)
 
     def act(self, kind: str, duration: float) -> None:
+        if kind in ("pause", "blackhole"):
+            # One at a time, and the workers back on their connections in between: a pause
+            # inside a blackhole shows nothing (the frozen worker's statements could not
+            # have arrived anyway), and a worker resumed into one cannot renew or report.
+            time.sleep(max(0.0, self.quiet_at + 0.5 * self.lease - time.monotonic()))
         if kind in ("kill", "pause", "terminate"):
-            victim = self._victim(duration + 0.2 if kind == "pause" else 0.0)
+            victim, expires_in = self._victim(duration + 0.2 if kind == "pause" else 0.0)
             if victim is None:
                 return
+            if kind == "pause" and expires_in is not None:
+                # Resumed just after its first lease ran out: past it, and most often before
+                # another worker's poll took its job over, so that a late renewal or report
+                # meets an expired lease that nobody holds yet (what heartbeat-after-expiry
+                # needs to be caught) as well as one taken over.
+                duration = max(0.0, expires_in) + self.rng.uniform(0.05, 0.2) * self.lease
             pid = self.fleet.procs[victim].pid
             if kind != "pause":
                 self.fleet.dead.add(victim)
@@ -188,6 +206,7 @@ class _Nemesis:
                 self.fleet.paused.add(victim)
                 self.fleet.signal(victim, signal.SIGSTOP)
                 self.rec.op("info", "pause", target=victim, pid=pid, until=time.time() + duration)
+                self.quiet_at = time.monotonic() + duration
                 self._later(duration, self._resume, victim)
         elif kind == "restart":
             started = time.time()
@@ -199,6 +218,7 @@ class _Nemesis:
         elif kind == "blackhole":
             self.proxy.blackhole(duration)
             self.rec.op("info", "blackhole", until=time.time() + duration)
+            self.quiet_at = time.monotonic() + duration
         elif kind == "delay":
             self.proxy.delay(0.1, duration)
             self.rec.op("info", "delay", seconds=0.1, until=time.time() + duration)
@@ -330,7 +350,7 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
         rec.op("info", "run", variant=variant, seed=seed, jobs=jobs, workers=workers,
                faults=list(faults), lease=s.lease, poll=s.poll)
         fleet = _Fleet(cfg, folder, rec)
-        nemesis = _Nemesis(fleet, server, proxy, rec, random.Random(seed + 1))
+        nemesis = _Nemesis(fleet, server, proxy, rec, random.Random(seed + 1), s.lease)
         try:
             for _ in range(workers):
                 fleet.spawn()

@@ -23,10 +23,12 @@ RETURNING key;
 SELECT count(*) FROM jobs WHERE state NOT IN ('done', 'failed', 'cancelled');
 
 -- name: holders
--- The workers that hold a running job now, with the most work left in one of their jobs (seconds; the nemesis aims with it).
+-- The workers that hold a running job now, with the most work left in one of their jobs and
+-- the seconds until the first of their leases runs out (the nemesis aims and times pauses with them).
 SELECT j.locked_by,
        max(extract(epoch FROM a.started_at) + (j.payload ->> 'work')::float8
-           - extract(epoch FROM cq_now())) AS work_left
+           - extract(epoch FROM cq_now()))::float8 AS work_left,
+       min(extract(epoch FROM j.locked_until - cq_now()))::float8 AS expires_in
 FROM jobs j
 JOIN job_attempts a ON a.lease_token = j.lease_token
 WHERE j.state = 'running' AND j.locked_by IS NOT NULL
