@@ -190,7 +190,7 @@ class _Nemesis:
                 # another worker's poll took its job over, so that a late renewal or report
                 # meets an expired lease that nobody holds yet (what heartbeat-after-expiry
                 # needs to be caught) as well as one taken over.
-                duration = max(0.0, expires_in) + self.rng.uniform(0.05, 0.2) * self.lease
+                duration = max(0.0, expires_in) + self.rng.uniform(0.01, 0.05) * self.lease
             pid = self.fleet.procs[victim].pid
             if kind != "pause":
                 self.fleet.dead.add(victim)
