@@ -333,7 +333,9 @@ class Server(LocalServer):
         """nats-server with this folder's configuration, sending INFO. A server that exits
         because one of its ports is in use is started again, up to `tries` times: a restart
         keeps its ports, and while it was down another process may hold one for a moment
-        (`free_ports` elsewhere binds candidates to test them; seen once in CI)."""
+        (`free_ports` elsewhere binds candidates to test them). The "address already in use"
+        seen in CI had another cause, fixed in `localserver.live_pid`: the killed server's
+        own threads still held its ports."""
         if self.settings() is None or not (self.folder / "nats.conf").exists():
             self._write_config()
         log = self.folder / "nats.log"
