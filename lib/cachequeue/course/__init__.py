@@ -1,7 +1,7 @@
 """The course's teaching apparatus: everything a notebook needs that production code would not.
 
 `chapter` composes a chapter's schema from the parts' installs. The other modules live in
-six rooms, by kind (each room's `__init__` lists its modules):
+seven rooms, by kind (each room's `__init__` lists its modules):
 
     app/      the sample application, a "team documents assistant": users and permission
               views, documents with versions, the slow "model", the read path through a
@@ -16,6 +16,7 @@ six rooms, by kind (each room's `__init__` lists its modules):
     views/    DataFrames, timelines and figures (with the Chinese font they need)
     labs/     whole exercises built from the rest: the simulated ops day, the performance
               chapter's runs, the capstone's probes
+    graders/  the exercises' checks, one module per chapter: each takes the learner's code
     data/     the sample CSVs and the recorded benchmark runs (package data, no code)
 
 `CHAPTERS` says which chapters' notebooks import each module (`tests/unit/test_layout.py`
@@ -29,7 +30,7 @@ matplotlib.
 
 __all__ = ["CHAPTERS", "ROOMS"]
 
-ROOMS = ("app", "procs", "probes", "model", "views", "labs")
+ROOMS = ("app", "procs", "probes", "model", "views", "labs", "graders")
 
 # module (room.name) -> the chapters whose notebooks import it
 CHAPTERS: dict[str, tuple[str, ...]] = {
@@ -82,4 +83,9 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "labs.minute": ("08",),
     "labs.opsday": ("08",),
     "labs.perf": ("10", "12"),
+    "graders.ch00": ("00",),
+    "graders.ch01": (),
+    "graders.ch02": (),
+    "graders.ch05": (),
+    "graders.ch07": (),
 }

@@ -1,0 +1,17 @@
+"""Exercise graders: one module per chapter, each a function that takes the learner's code.
+
+A grader sets up the state it checks (or says which cell to re-run), gives the same verdict
+however often it runs, leaves no setting behind when it fails, accepts every answer the
+exercise's text allows and rejects the typical wrong ones with an `AssertionError` whose
+Chinese message names the cause and the section that teaches it. Their tests keep wrong and
+right answers for each (`tests/unit/course/test_graders_*.py`,
+`tests/integration/course/test_graders_*.py`).
+
+    ch00  advance_both (the two clocks)
+    ch01  summary_or_fallback (degrade when busy)
+    ch02  key_v2 (template version and a private instruction)
+    ch05  exposing_sequence (a boundary the random sequences miss)
+    ch07  missed_events (resume an event stream)
+"""
+
+__all__ = ["ch00", "ch01", "ch02", "ch05", "ch07"]
