@@ -1,7 +1,9 @@
 """Queue state and measurements as pandas DataFrames and matplotlib figures, labelled in Chinese.
 
+- `coalescing`: Concurrent readers of one cold key and the one load they share, recorded and drawn.
 - `fonts`: Chinese text in matplotlib figures, on any laptop, without installing a font.
 - `frames`: Queue state as pandas DataFrames: jobs, attempts, and simulated retry schedules.
+- `eventlanes`: Lanes on one time axis (spans and marks from a run's recorded events), one colour per kind.
 - `perfplots`: Figures of chapter 10 (performance and scale), drawn from recorded benchmark runs (`perf.load`).
 - `plots`: Matplotlib figures for the notebooks, labelled in Chinese. Each function returns its Figure.
 - `scrapes`: Prometheus scrapes as DataFrames, and what Prometheus computes from two of them.
@@ -10,4 +12,4 @@
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = ["fonts", "frames", "perfplots", "plots", "scrapes", "timeline"]
+__all__ = ["coalescing", "eventlanes", "fonts", "frames", "perfplots", "plots", "scrapes", "timeline"]

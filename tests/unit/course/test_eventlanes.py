@@ -1,0 +1,59 @@
+"""The lane figures: spans and marks refuse bad input, the drawing keeps the lane order,
+and chapter 01's recorded run is what its picture claims."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import pytest
+
+from cachequeue.course.views import coalescing
+from cachequeue.course.views.eventlanes import Mark, Span, draw_lanes
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    (("a", 2.0, 1.0), ValueError),          # ends before it starts
+    (("a", math.nan, 1.0), ValueError),
+    (("", 0.0, 1.0), ValueError),
+    ((None, 0.0, 1.0), TypeError),
+    (("a", 0.0, 1.0, "purple"), ValueError),
+])
+def test_a_span_refuses_bad_input(args, error):
+    with pytest.raises(error):
+        Span(*args)
+
+
+def test_a_mark_refuses_bad_input():
+    with pytest.raises(ValueError):
+        Mark("a", math.inf, "x")
+    with pytest.raises(ValueError):
+        Mark("a", 1.0, "x", "nope")
+
+
+def test_lanes_are_drawn_top_to_bottom_in_the_given_order():
+    fig = draw_lanes([Span("b", 0, 1, "load")], [Mark("a", 0.5, "到达")], title="t",
+                     lanes=["a", "b"])
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["b", "a"]  # bottom to top
+    with pytest.raises(ValueError, match="lanes not in the lane order"):
+        draw_lanes([Span("c", 0, 1)], [], title="t", lanes=["a"])
+    with pytest.raises(ValueError, match="nothing to draw"):
+        draw_lanes([], [], title="t")
+
+
+def test_the_coalescing_run_shares_one_load_and_its_picture_has_a_lane_per_actor():
+    events, cache = asyncio.run(coalescing.record_coalescing((0.0, 0.5), load_until=2.0, late=3.0))
+    assert list(events["what"]).count("开始加载") == 1
+    assert (cache.stats.loads, cache.stats.coalesced, cache.stats.hits) == (1, 1, 1)
+    got = events[events["what"] == "拿到结果"].set_index("who")["at"].to_dict()
+    assert got == {"读者 1": 2.0, "读者 2": 2.0, "读者 3": 3.0}
+    labels = [t.get_text() for t in coalescing.draw_coalescing(events).axes[0].get_yticklabels()]
+    assert labels == ["模型调用", "读者 3", "读者 2", "读者 1"]
+
+
+@pytest.mark.parametrize("kw", [dict(arrivals=()), dict(arrivals=(1.0, 0.0)),
+                                dict(load_until=0.5), dict(late=1.0)])
+def test_the_coalescing_run_refuses_a_schedule_out_of_order(kw):
+    with pytest.raises(ValueError):
+        asyncio.run(coalescing.record_coalescing(**({"arrivals": (0.0, 1.0)} | kw)))
