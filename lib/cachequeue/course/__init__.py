@@ -72,6 +72,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "model.lockstep": ("05",),
     "model.mutants": ("05",),
     "model.queue_model": ("05",),
+    "views.backfill": ("02",),
     "views.coalescing": ("01",),
     "views.fonts": (),
     "views.eventlanes": (),
@@ -87,7 +88,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "labs.perf": ("10", "12"),
     "graders.ch00": ("00",),
     "graders.ch01": ("01",),
-    "graders.ch02": (),
+    "graders.ch02": ("02",),
     "graders.ch05": (),
     "graders.ch07": (),
 }

@@ -57,3 +57,31 @@ def test_the_coalescing_run_shares_one_load_and_its_picture_has_a_lane_per_actor
 def test_the_coalescing_run_refuses_a_schedule_out_of_order(kw):
     with pytest.raises(ValueError):
         asyncio.run(coalescing.record_coalescing(**({"arrivals": (0.0, 1.0)} | kw)))
+
+
+def test_the_race_log_marks_a_holding_stale_while_it_is_older_than_the_document():
+    from cachequeue.clock import ManualClock
+    from cachequeue.course.views.backfill import CACHE, RaceLog
+
+    clock = ManualClock()
+    race = RaceLog(clock)
+    race.note("A", "读到版本 3", cached=None, current=3)
+    race.note("写入方", "发布版本 4", cached=None, current=4)
+    race.note("A", "写回版本 3", cached=3, current=4)
+    race.note("B", "命中版本 3", cached=3, current=4)
+    clock.advance(30)
+    race.note("B", "加载版本 4", cached=4, current=4)
+    frame = race.frame()
+    assert frame["stale"].tolist() == [False, False, True, True, False]
+    assert frame["at"].tolist() == [0, 0, 0, 0, 30]
+    ax = race.draw().axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()][0] == CACHE
+    bars = sorted((round(p.get_x(), 3), round(p.get_width(), 3)) for p in ax.patches)
+    assert bars == [(3, 2), (5, 0.6)], "one stale bar from the write-back, one fresh after"
+    with pytest.raises(ValueError):
+        race.note("B", "x", cached=0, current=4)
+    with pytest.raises(TypeError):
+        race.note("B", "x", cached="3", current=4)
+    assert len(race.rows) == 5, "a refused note writes nothing"
+    with pytest.raises(ValueError, match="nothing noted"):
+        RaceLog(clock).draw()

@@ -58,7 +58,7 @@ def _check_key(key: str, template: Any, instruction: str) -> None:
     if template not in extra.values():
         assert str(template) not in map(str, extra.values()), (
             "模板版本应当是整数维度（tpl=TEMPLATE），不要转成字符串：\"2\" 与 2 是两个键（第 1 节）")
-        raise AssertionError("模板版本（整数）应当在键里：cache_key(..., tpl=TEMPLATE)（第 6 节）")
+        raise AssertionError("模板版本（整数）应当在键里：cache_key(..., tpl=TEMPLATE)（第 8 节的题目；第 1 节：每个决定结果的因素都是键的一个维度）")
 
 
 async def check_key_v2(key_v2: Callable[..., Any]) -> str:

@@ -1,5 +1,6 @@
 """Queue state and measurements as pandas DataFrames and matplotlib figures, labelled in Chinese.
 
+- `backfill`: Chapter 02's delete-after-write race as its cells step it: a log and its picture.
 - `coalescing`: Concurrent readers of one cold key and the one load they share, recorded and drawn.
 - `fonts`: Chinese text in matplotlib figures, on any laptop, without installing a font.
 - `frames`: Queue state as pandas DataFrames: jobs, attempts, and simulated retry schedules.
@@ -12,4 +13,4 @@
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = ["coalescing", "eventlanes", "fonts", "frames", "perfplots", "plots", "scrapes", "timeline"]
+__all__ = ["backfill", "coalescing", "eventlanes", "fonts", "frames", "perfplots", "plots", "scrapes", "timeline"]
