@@ -89,6 +89,6 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "graders.ch00": ("00",),
     "graders.ch01": ("01",),
     "graders.ch02": ("02",),
-    "graders.ch05": (),
+    "graders.ch05": ("05",),
     "graders.ch07": (),
 }

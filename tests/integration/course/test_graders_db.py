@@ -134,11 +134,36 @@ def first_claim_only():
     return [Step("submit", (1, "always_fail", 3, None)), Step("claim", (30.0,))]
 
 
+def reclaim():
+    """Section 5's lease expiry: no retry at all."""
+    return [Step("submit", (1, "summarise", 3, None)), Step("claim", (30.0,)),
+            Step("advance", (30.0,)), Step("claim", (30.0,)), Step("finish", (0,)),
+            Step("finish", (1,)), Step("finish", (1,))]
+
+
+def no_advance():
+    return exposing_reference()[:3] + [Step("claim", (30.0,))]
+
+
+def one_attempt():
+    return [Step("submit", (1, "always_fail", 1, None)), *exposing_reference()[1:]]
+
+
+def no_claim_after():
+    return exposing_reference()[:4]
+
+
+def manual_retry():
+    """Another right answer (docs/instructor.md): an audited retry puts run_after at now."""
+    return [Step("submit", (1, "always_fail", 1, None)), Step("claim", (30.0,)),
+            Step("fail", (0, False)), Step("retry", (1, 0)), Step("claim", (30.0,))]
+
+
 def not_steps():
     return [("submit", (1, "always_fail", 3, None))]
 
 
-@pytest.mark.parametrize("answer", [exposing_reference, exposing_later_attempt])
+@pytest.mark.parametrize("answer", [exposing_reference, exposing_later_attempt, manual_retry])
 def test_ch05_right_answers_pass_twice(conn, answer):
     for _ in range(2):
         difference = ch05.check_exposing_sequence(answer, conn)
@@ -151,7 +176,12 @@ def test_ch05_right_answers_pass_twice(conn, answer):
     (too_late, "要在重试恰好到期的那一刻领取"),
     (permanent, "序列里要先有一次可重试的失败"),
     (first_claim_only, "序列里要先有一次可重试的失败"),
+    (reclaim, "序列里要先有一次可重试的失败"),
+    (no_advance, "要在重试恰好到期的那一刻领取"),
+    (one_attempt, "要在重试恰好到期的那一刻领取"),
+    (no_claim_after, "序列里要先有一次可重试的失败.*然后再领取"),
     (not_steps, "应当返回一串 Step"),
+    (lambda: None, "应当返回一串 Step（列表），实际是 NoneType"),
     (list, "返回了空列表"),
 ])
 def test_ch05_wrong_answers_fail_with_their_message(conn, answer, message):
