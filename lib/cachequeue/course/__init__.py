@@ -42,7 +42,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "app.effects": ("06",),
     "app.pipeline": ("08",),
     "app.reading": ("02",),
-    "app.summaries": ("11",),
+    "app.summaries": ("07", "11"),
     "app.summariser": ("00", "01", "02", "03", "09", "11"),
     "app.tenancy": ("02",),
     "app.webapp": ("07", "08", "11"),
@@ -80,6 +80,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "views.perfplots": ("10", "12"),
     "views.plots": ("01", "04"),
     "views.scrapes": ("08",),
+    "views.servicestory": ("07",),
     "views.timeline": ("06",),
     "labs.capstone": ("11",),
     "labs.leaselab": ("06",),
@@ -90,5 +91,5 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "graders.ch01": ("01",),
     "graders.ch02": ("02",),
     "graders.ch05": ("05",),
-    "graders.ch07": (),
+    "graders.ch07": ("07",),
 }

@@ -4,8 +4,10 @@ reported as such."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from httpx_sse import connect_sse
+from httpx_sse import SSEError, connect_sse
 from servicekit import auth
 
 from cachequeue.course.graders import ch07
@@ -92,6 +94,47 @@ def swallows_404(client, job_id, headers, last_seen):
         return [(int(sse.id), sse.event) for sse in source.iter_sse()]
 
 
+def int_header(client, job_id, headers, last_seen):
+    resume = headers | {"Last-Event-ID": last_seen}
+    with connect_sse(client, "GET", f"/v1/jobs/{job_id}/events", headers=resume) as source:
+        if source.response.status_code == 204:
+            return []
+        return [(int(sse.id), sse.event) for sse in source.iter_sse()]
+
+
+def one_too_far(client, job_id, headers, last_seen):
+    return reference(client, job_id, headers, last_seen + 1)
+
+
+def bare_return(client, job_id, headers, last_seen):
+    resume = headers | {"Last-Event-ID": str(last_seen)}
+    with connect_sse(client, "GET", f"/v1/jobs/{job_id}/events", headers=resume) as source:
+        if source.response.status_code == 204:
+            return
+        return [(int(sse.id), sse.event) for sse in source.iter_sse()]
+
+
+def state_names(client, job_id, headers, last_seen):
+    resume = headers | {"Last-Event-ID": str(last_seen)}
+    with connect_sse(client, "GET", f"/v1/jobs/{job_id}/events", headers=resume) as source:
+        if source.response.status_code == 204:
+            return []
+        return [(int(sse.id), json.loads(sse.data)["state"]) for sse in source.iter_sse()]
+
+
+def generator(client, job_id, headers, last_seen):
+    return (pair for pair in reference(client, job_id, headers, last_seen))
+
+
+def swallows_sse_errors(client, job_id, headers, last_seen):
+    resume = headers | {"Last-Event-ID": str(last_seen)}
+    with connect_sse(client, "GET", f"/v1/jobs/{job_id}/events", headers=resume) as source:
+        try:
+            return [(int(sse.id), sse.event) for sse in source.iter_sse()]
+        except SSEError:
+            return []
+
+
 @pytest.mark.parametrize("answer", [reference, explicit_status])
 def test_right_answers_pass_twice(exercise, answer):
     http, cases = exercise
@@ -100,12 +143,18 @@ def test_right_answers_pass_twice(exercise, answer):
 
 
 @pytest.mark.parametrize(("answer", "message"), [
-    (ignores_204, "last_seen=3 时函数抛出 SSEError.*服务此时回答 204"),
+    (ignores_204, "last_seen=3 时函数抛出 SSEError.*服务此时返回 204"),
     (string_ids, "编号应当是整数"),
     (changes_headers, "调用方传进来的 headers 被改动了"),
     (passes_headers_on, r"headers 被改动了（多了 \['Accept', 'Cache-Control'\]）"),
     (no_resume_header, r"last_seen=1 之后应是 \[\(2, 'started'\), \(3, 'done'\)\]"),
     (swallows_404, "别的租户的任务必须报错"),
+    (swallows_sse_errors, r"别的租户的任务必须报错（服务返回 404），不能当作“没有新事件”：实际返回 \[\]"),
+    (int_header, "last_seen=0 时函数抛出 TypeError: Header value must be str or bytes"),
+    (one_too_far, r"last_seen=0 之后应是 \[\(1, 'accepted'\), \(2, 'started'\), \(3, 'done'\)\]，实际是 \[\(2, "),
+    (bare_return, "应当返回列表，last_seen=3 时实际返回 NoneType：None"),
+    (state_names, r"实际是 \[\(1, 'pending'\), \(2, 'running'\), \(3, 'done'\)\]"),
+    (generator, "应当返回列表，last_seen=0 时实际返回 generator"),
 ])
 def test_wrong_answers_fail_with_their_message(exercise, answer, message):
     http, cases = exercise

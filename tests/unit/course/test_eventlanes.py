@@ -85,3 +85,36 @@ def test_the_race_log_marks_a_holding_stale_while_it_is_older_than_the_document(
     assert len(race.rows) == 5, "a refused note writes nothing"
     with pytest.raises(ValueError, match="nothing noted"):
         RaceLog(clock).draw()
+
+
+def test_close_moments_of_one_lane_share_a_marker_and_their_labels_join():
+    fig = draw_lanes([], [Mark("a", 0.0, "订阅"), Mark("a", 0.001, "accepted"),
+                          Mark("a", 1.0, "done"), Mark("b", 0.001, "领取")], title="t")
+    texts = sorted(t.get_text() for t in fig.axes[0].texts)
+    assert texts == ["done", "订阅、accepted", "领取"]
+
+
+def test_a_request_story_puts_log_lines_and_its_own_moments_on_one_axis():
+    from datetime import UTC, datetime
+
+    from cachequeue.course.views.servicestory import RequestStory
+
+    story = RequestStory()
+    story.note("客户端", "POST", at=datetime(2026, 1, 1, 0, 0, 1, tzinfo=UTC))
+    story.note("工作者", "领取", at="2026-01-01T00:00:01.250Z")
+    story.note("工作者", "完成", at="2026-01-01T00:00:02.500Z")
+    frame = story.frame()
+    assert frame[["what", "at"]].values.tolist() == [["POST", 0.0], ["领取", 0.25], ["完成", 1.5]]
+    fig = story.draw(spans=[("工作者", "领取", "完成", "load", "运行")])
+    assert [round(p.get_width(), 3) for p in fig.axes[0].patches] == [1.25]
+    with pytest.raises(ValueError, match="never noted"):
+        story.draw(spans=[("工作者", "领取", "done", "load", "x")])
+    with pytest.raises(ValueError, match="timezone-aware"):
+        story.note("客户端", "x", at=datetime(2026, 1, 1))
+    with pytest.raises(TypeError):
+        story.note("客户端", "x", at=12.5)
+    with pytest.raises(ValueError):
+        story.note("客户端", "x", at="yesterday")
+    assert len(story.rows) == 3, "a refused note writes nothing"
+    with pytest.raises(ValueError, match="nothing noted"):
+        RequestStory().frame()

@@ -36,7 +36,7 @@ def _call(fn: Callable[..., Any], client: Any, job_id: int, headers: dict[str, s
     try:
         return fn(client, job_id, headers, last_seen)
     except Exception as exc:  # the learner's error, named with the case that raised it
-        hint = ("服务此时回答 204（没有更多事件）：先看 source.response.status_code，"
+        hint = ("服务此时返回 204（没有更多事件）：先看 source.response.status_code，"
                 "是 204 就返回空列表，不要去读事件流" if not expected else
                 "读事件流时出错")
         raise AssertionError(
@@ -90,6 +90,6 @@ def check_missed_events(missed_events: Callable[..., Any], client: Any, *, job: 
     except Exception:  # the service answered 404; any error will do, silence will not
         return "检查通过"
     raise AssertionError(
-        f"别的租户的任务必须报错（服务回答 404），不能当作“没有新事件”：实际返回 {leaked!r}；"
-        "只有 204 才表示没有更多事件，其余非 200 的回答要报错，例如 "
+        f"别的租户的任务必须报错（服务返回 404），不能当作“没有新事件”：实际返回 {leaked!r}；"
+        "只有 204 才表示没有更多事件，其余非 200 的响应要报错，例如 "
         "source.response.raise_for_status()（第 8 节）")

@@ -8,9 +8,10 @@
 - `perfplots`: Figures of chapter 10 (performance and scale), drawn from recorded benchmark runs (`perf.load`).
 - `plots`: Matplotlib figures for the notebooks, labelled in Chinese. Each function returns its Figure.
 - `scrapes`: Prometheus scrapes as DataFrames, and what Prometheus computes from two of them.
+- `servicestory`: One request's life through the HTTP service on one time axis (chapter 07).
 - `timeline`: Who ran what, when: attempts per worker as a table and as a Gantt-style figure.
 
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = ["backfill", "coalescing", "eventlanes", "fonts", "frames", "perfplots", "plots", "scrapes", "timeline"]
+__all__ = ["backfill", "coalescing", "eventlanes", "fonts", "frames", "perfplots", "plots", "scrapes", "servicestory", "timeline"]

@@ -63,6 +63,19 @@ class Mark:
         check_choice(self.kind, "kind", COLOURS)
 
 
+def _close_marks(marks: Sequence[Mark], within: float) -> list[list[Mark]]:
+    """Marks of one lane less than `within` apart, grouped (drawn as one, labels joined),
+    so that labels of moments a few milliseconds apart do not print over each other."""
+    groups: list[list[Mark]] = []
+    for mark in sorted(marks, key=lambda m: (m.lane, m.at)):
+        last = groups[-1] if groups else None
+        if last and last[0].lane == mark.lane and mark.at - last[-1].at < within:
+            last.append(mark)
+        else:
+            groups.append([mark])
+    return groups
+
+
 def draw_lanes(spans: Sequence[Span], marks: Sequence[Mark], *, title: str,
                xlabel: str = "时间（秒）", lanes: Sequence[str] | None = None,
                width: float = 7.0) -> Figure:
@@ -85,14 +98,19 @@ def draw_lanes(spans: Sequence[Span], marks: Sequence[Mark], *, title: str,
             ax.text((span.start + span.end) / 2, row[span.lane], span.label, ha="center",
                     va="center", fontsize=8, fontfamily=CJK_FONT,
                     color="white" if span.kind in ("load", "fresh", "stale") else "black")
-    for mark in marks:
-        ax.plot(mark.at, row[mark.lane], marker="v" if mark.kind != "refused" else "X",
-                color=COLOURS[mark.kind], markersize=7, linestyle="none")
-        ax.annotate(mark.label, (mark.at, row[mark.lane] + 0.3), ha="center", va="bottom",
-                    fontsize=8, fontfamily=CJK_FONT, color=COLOURS[mark.kind])
     moments = [s.start for s in spans] + [s.end for s in spans] + [m.at for m in marks]
-    pad = 0.04 * ((max(moments) - min(moments)) or 1.0)
-    ax.set_xlim(min(moments) - pad, max(moments) + pad)
+    low, high = min(moments), max(moments)
+    for lane_marks in _close_marks(marks, 0.03 * ((high - low) or 1.0)):
+        first = lane_marks[0]
+        kind = "refused" if any(m.kind == "refused" for m in lane_marks) else first.kind
+        ax.plot(first.at, row[first.lane], marker="X" if kind == "refused" else "v",
+                color=COLOURS[kind], markersize=7, linestyle="none")
+        where = (first.at - low) / ((high - low) or 1.0)
+        ax.annotate("、".join(m.label for m in lane_marks), (first.at, row[first.lane] + 0.3),
+                    ha="left" if where < 0.1 else "right" if where > 0.9 else "center",
+                    va="bottom", fontsize=8, fontfamily=CJK_FONT, color=COLOURS[kind])
+    pad = 0.04 * ((high - low) or 1.0)
+    ax.set_xlim(low - pad, high + pad)
     ax.set_yticks(range(len(order)), list(reversed(order)), fontfamily=CJK_FONT)
     ax.set_ylim(-0.6, len(order) - 0.1)
     ax.set_xlabel(xlabel, fontfamily=CJK_FONT)
