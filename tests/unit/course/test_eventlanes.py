@@ -85,6 +85,10 @@ def test_the_race_log_marks_a_holding_stale_while_it_is_older_than_the_document(
     assert len(race.rows) == 5, "a refused note writes nothing"
     with pytest.raises(ValueError, match="nothing noted"):
         RaceLog(clock).draw()
+    other = race.draw("t", cache_lane="v=4 的键").axes[0]
+    assert [t.get_text() for t in other.get_yticklabels()][0] == "v=4 的键"
+    with pytest.raises(ValueError):
+        race.draw("t", cache_lane="")
 
 
 def test_close_moments_of_one_lane_share_a_marker_and_their_labels_join():

@@ -57,7 +57,12 @@ class RaceLog:
         frame["stale"] = (frame["cached"] < frame["current"]).fillna(False).astype(bool)
         return frame
 
-    def draw(self, title: str = "先写库、再删缓存：旧请求把旧版本写回来") -> Figure:
+    def draw(self, title: str = "先写库、再删缓存：旧请求把旧版本写回来", *,
+             cache_lane: str = CACHE) -> Figure:
+        """The lanes of the notes' actors, then `cache_lane` (what a new request would be
+        served: red while older than the document's current version)."""
+        check_text(title, "title")
+        check_text(cache_lane, "cache_lane", limit=20)
         if not self.rows:
             raise ValueError("nothing noted yet")
         spans, marks, lanes = [], [], []
@@ -81,9 +86,9 @@ class RaceLog:
                 continue
             end = following[0]["step"] if following is not None else last
             stale = cached < current
-            spans.append(Span(CACHE, run[0]["step"], end, "stale" if stale else "fresh",
+            spans.append(Span(cache_lane, run[0]["step"], end, "stale" if stale else "fresh",
                               f"版本 {cached}" + ("（旧）" if stale else "")))
-        fig = draw_lanes(spans, marks, title=title, lanes=[*lanes, CACHE],
+        fig = draw_lanes(spans, marks, title=title, lanes=[*lanes, cache_lane],
                          xlabel="步骤（下面一行是手动时钟的读数）", width=8.0)
         ax = fig.axes[0]
         ax.set_xticks([r["step"] for r in self.rows],
