@@ -97,6 +97,19 @@ def test_from_a_copy_of_the_tree_the_command_makes_every_copy_and_a_second_run_k
         nbformat.read(tree / "notebooks" / "04_retry_backoff.ipynb", as_version=4))
     assert not list(mine.glob("*.new*.ipynb"))  # the chapter did not change: nothing beside
 
+    # The instructor version of 03 changes: the learner's copy stays, the new one lands beside.
+    upstream = tree / "notebooks" / "03_persist_claim_lease.ipynb"
+    nb = nbformat.read(upstream, as_version=4)
+    nb.cells[0].source += "\n\n（修订）"
+    nbformat.write(nb, upstream)
+    third = run()
+    assert third == [f"学习副本在 my-notebooks/（答案已去掉，你的修改只保存在这里）：保留你改过的 1，不变 {len(chapters) - 1}",
+                     "03_persist_claim_lease.ipynb 有新版本：你的副本不变，"
+                     "新版本在 my-notebooks/03_persist_claim_lease.new.ipynb"]
+    assert edited.read_bytes() == theirs
+    assert "（修订）" in (mine / "03_persist_claim_lease.new.ipynb").read_text(encoding="utf-8")
+    assert run()[1:] == []  # told once per version
+
 
 def test_changed_new_deleted_and_removed_chapters(tmp_path):
     src, mine = tmp_path / "notebooks", tmp_path / "mine"

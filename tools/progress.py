@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -119,7 +120,9 @@ async def _run(nb, folder: Path, timeout: float) -> tuple[set[int], bool]:
     deadline = time.monotonic() + timeout
     ran: set[int] = set()
     env = {**os.environ, "CACHEQUEUE_SCHEMA_SUFFIX": SUFFIX}
-    async with client.async_setup_kernel(env=env):
+    # The kernel's own stderr (ipykernel's start-up warnings) is not the learner's business:
+    # what their cells print reaches the cells' outputs all the same.
+    async with client.async_setup_kernel(env=env, stderr=subprocess.DEVNULL):
         for index, cell in enumerate(nb.cells):
             left = deadline - time.monotonic()
             if left <= 0:
