@@ -129,13 +129,14 @@ def test_changed_new_deleted_and_removed_chapters(tmp_path):
     report = study.sync([a, b, d], mine)
     assert (report.created, report.refreshed, report.kept) == (["04_d.ipynb"], ["02_b.ipynb"], ["01_a.ipynb"])
     assert report.beside == [("01_a.ipynb", "01_a.new.ipynb")] and report.removed == []
+    assert report.orphaned == ["03_c.ipynb"]
     assert (mine / "01_a.ipynb").read_bytes() == theirs_a
     assert (mine / "01_a.new.ipynb").read_bytes() == study.learner_copy(nbformat.read(a, as_version=4))
     assert (mine / "03_c.ipynb").read_bytes() == theirs_c  # changed by the learner: kept
     assert b"\xe7\xac\xac\xe4\xba\x8c\xe7\x89\x88" in (mine / "02_b.ipynb").read_bytes()  # "第二版"
     lines = report.lines()
-    assert lines[-1] == "01_a.ipynb 有新版本：你的副本不变，新版本在 " + f"{mine}/01_a.new.ipynb"
-    assert len(lines) == 2  # the summary and one line per new version beside a changed copy
+    assert lines[1:] == ["01_a.ipynb 有新版本：你的副本不变，新版本在 " + f"{mine}/01_a.new.ipynb",
+                         "03_c.ipynb 已不是课程中的章节（可能换了编号或名称）：你改过它，所以它保持不变"]
 
     # Same versions again: nothing written, no second copy beside.
     again = study.sync([a, b, d], mine)

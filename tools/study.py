@@ -17,7 +17,8 @@ differ from what was written is the learner's:
 - a copy the learner changed stays as it is, byte for byte; when the chapter changed, its
   new version is written beside it as `NN_name.new.ipynb` (`.new-2`, ... when the learner
   has changed that one too), once per version, with one line that says so;
-- a copy of a chapter that no longer exists is removed only if the learner never changed it.
+- a copy of a chapter that no longer exists (withdrawn, renumbered) is removed only if the
+  learner never changed it; a changed one stays, with one line that says so (once).
 
 A damaged manifest is read as empty, which only ever keeps more files as the learner's.
 """
@@ -80,6 +81,7 @@ class Report:
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     beside: list[tuple[str, str]] = field(default_factory=list)  # (their copy, new version)
+    orphaned: list[str] = field(default_factory=list)  # changed copies of withdrawn chapters
     manifest_damaged: bool = False
 
     def lines(self) -> list[str]:
@@ -94,6 +96,8 @@ class Report:
         out.append(f"学习副本在 {where}（答案已去掉，你的修改只保存在这里）：" + "，".join(parts))
         out.extend(f"{mine} 有新版本：你的副本不变，新版本在 {where}{new}"
                    for mine, new in self.beside)
+        out.extend(f"{name} 已不是课程中的章节（可能换了编号或名称）：你改过它，所以它保持不变"
+                   for name in self.orphaned)
         return out
 
 
@@ -171,6 +175,8 @@ def sync(sources: list[Path], folder: Path) -> Report:
         if _ours(path, files[name]):
             path.unlink()
             report.removed.append(name)
+        elif path.exists() and "beside" not in files[name]:
+            report.orphaned.append(name)
         files.pop(name)  # a changed one stays on disk as the learner's own file
 
     _write(folder / MANIFEST, (json.dumps(
