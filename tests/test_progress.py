@@ -68,8 +68,9 @@ def test_solved_stub_and_wrong_exercises_are_told_apart_and_no_file_is_written(t
     assert progress.main(["03", "--dir", str(tmp_path), "--no-server-check"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("03_wrong（")
-    assert lines[1:] == ["  练习 1 def f():：未通过：AssertionError: f 应返回 42：见第 2 节",
-                         "  另有 1 个练习以外的单元格出错，第一个是第 2 个单元格：ZeroDivisionError: division by zero",
+    assert lines[1:] == ["  练习 1（f）：未通过：AssertionError: f 应返回 42：见第 2 节",
+                         "  另有 1 个练习以外的单元格出错（常常是因为它们用到上面没有完成的练习），"
+                         "第一个是第 2 个单元格：ZeroDivisionError: division by zero",
                          "合计：通过 0，未通过 1，还没有作答 0，没有运行到 0"]
 
 
@@ -77,7 +78,7 @@ def test_a_chapter_that_runs_too_long_is_stopped_and_its_exercise_not_reached(tm
     path = _chapter(tmp_path, "04_slow", "return 42", before=[_cell("import time\ntime.sleep(120)")])
     chapter = progress.check_chapter(path, timeout=3)
     assert chapter.timed_out and chapter.seconds < 60
-    assert [(e.status, e.title) for e in chapter.exercises] == [("not reached", "def f():")]
+    assert [(e.status, e.title) for e in chapter.exercises] == [("not reached", "f")]
     assert progress.report_lines([chapter])[0].endswith("：超过时限，在这里停下")
 
 
@@ -90,6 +91,12 @@ def test_a_stopped_database_is_one_line_and_no_chapter_runs(tmp_path):
     lines = done.stdout.splitlines()
     assert len(lines) == 1 and lines[0].startswith("数据库连不上，没有运行任何一章：")
     assert "DATABASE_URL" in lines[0]
+
+
+def test_an_exercise_is_named_by_the_function_it_defines():
+    assert progress._title('FALLBACK = "x"\n\n\nasync def summary_or_fallback(cache):\n    ...') == (
+        "summary_or_fallback")
+    assert progress._title("# comment\nanswer = " + "1 + " * 20 + "1").endswith("…")
 
 
 def test_an_empty_folder_says_to_run_make_lab(tmp_path, capsys):

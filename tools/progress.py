@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -44,7 +45,7 @@ LABEL = {PASSED: "通过", FAILED: "未通过", NOT_ATTEMPTED: "还没有作答"
 @dataclass
 class Exercise:
     number: int
-    title: str  # the first line of the answer cell, e.g. "def claim_one(conn, worker):"
+    title: str  # what the answer defines, e.g. "claim_one" (else its first line of code)
     status: str
     message: str = ""
 
@@ -70,6 +71,18 @@ def _message(ename: str, evalue: str) -> str:
     return " ".join(text.split())[:400]
 
 
+_DEF = re.compile(r"^(?:async\s+)?def\s+(\w+)", re.MULTILINE)
+
+
+def _title(source: str) -> str:
+    """The first function the answer cell defines, else its first line of code (shortened)."""
+    if found := _DEF.search(source):
+        return found[1]
+    line = next((line.strip() for line in source.splitlines()
+                 if line.strip() and not line.lstrip().startswith("#")), "")
+    return line if len(line) <= 40 else line[:39] + "…"
+
+
 def _still_a_stub(source: str) -> bool:
     return any(line.strip() == "raise NotImplementedError" for line in source.splitlines())
 
@@ -90,8 +103,7 @@ def _exercises(nb, ran: set[int]) -> list[Exercise]:
                 break
             group.append(nxt)
         last = cells.index(group[-1])
-        title = next((line for line in cell.source.splitlines()
-                      if line.strip() and not line.lstrip().startswith("#")), "")
+        title = _title(cell.source)
         errors = [e for e in map(_error, group) if e is not None]
         number = len(found) + 1
         if any(ename == "NotImplementedError" for ename, _ in errors) or (
@@ -181,11 +193,11 @@ def report_lines(chapters: list[Chapter]) -> list[str]:
         lines.append(head)
         for ex in ch.exercises:
             totals[ex.status] += 1
-            line = f"  练习 {ex.number} {ex.title}：{LABEL[ex.status]}"
+            line = f"  练习 {ex.number}（{ex.title}）：{LABEL[ex.status]}"
             lines.append(f"{line}：{ex.message}" if ex.message else line)
         if ch.other_errors:
-            lines.append(f"  另有 {len(ch.other_errors)} 个练习以外的单元格出错，第一个是"
-                         f"{ch.other_errors[0]}")
+            lines.append(f"  另有 {len(ch.other_errors)} 个练习以外的单元格出错（常常是因为它们用到上面"
+                         f"没有完成的练习），第一个是{ch.other_errors[0]}")
     lines.append("合计：" + "，".join(f"{LABEL[s]} {n}" for s, n in totals.items()))
     return lines
 
