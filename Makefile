@@ -152,9 +152,9 @@ present: $(SITE)
 
 bench: $(DEV) db
 	$(PIP) -e '.[dev,bench]'
-	@# worker_throughput.py records its run for chapter 10 (data/bench/worker_throughput.json, and
+	@# worker_throughput.py records its run for chapter 11 (data/bench/worker_throughput.json, and
 	@# on the embedded server worker_throughput_embedded.json),
-	@# broker_throughput.py its run for chapter 12 (data/bench/broker_throughput.json)
+	@# broker_throughput.py its run for chapter 13 (data/bench/broker_throughput.json)
 	@for script in bench/*.py; do \
 	    case $$script in bench/worker_throughput.py) out="--out data/bench/worker_throughput.json";; \
 	        bench/broker_throughput.py) out="--out data/bench/broker_throughput.json";; *) out="";; esac; \

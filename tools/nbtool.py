@@ -139,7 +139,7 @@ def student_copy(nb, *, keep_teaching_outputs: bool = False):
 # (tests/test_notebooks.py); every other notebook's run in nbval's kernel (conftest.py).
 STUDENT_RUN_ALONE = {
     "03_persist_claim_lease.ipynb": "the check submits three jobs before it claims",
-    "09_shared_cache_redis.ipynb": "the solution cell sets a lock key before it extends it",
+    "10_shared_cache_redis.ipynb": "the solution cell sets a lock key before it extends it",
 }
 
 

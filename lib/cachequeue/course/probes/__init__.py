@@ -3,7 +3,7 @@
 - `horizon`: What an open transaction holds while nothing runs in it: a row lock, a transaction id, maybe a snapshot.
 - `naive`: The naive read-then-update claim, in two steps a notebook can interleave by hand.
 - `plans`: The claim's cost made visible: bulk rows, EXPLAIN, and the scans a plan uses.
-- `redislab`: Chapter 09's probes around Redis: waiting out an expiry, a write without fencing, hit costs.
+- `redislab`: Chapter 10's probes around Redis: waiting out an expiry, a write without fencing, hit costs.
 - `statements`: Watch the statements a function sends on one psycopg connection, and open the gap
 - `tablelocks`: Locks on the jobs table and what they stop: a migration, an index build, a row lock.
 - `ttldict`: The cache the chapter warns about: a dict with TTLs checked only on read, nothing else.
