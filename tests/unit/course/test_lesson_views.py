@@ -1,0 +1,38 @@
+"""The figures of chapters 03 and 04 (views.claimrace, leases, states): their data
+rules and their refusals; the figures themselves are checked by the notebooks' asserts."""
+
+from __future__ import annotations
+
+import pytest
+
+from cachequeue.course.views import claimrace, leases, states
+
+
+def test_a_lease_must_be_extended_by_its_renewals():
+    lease = leases.Lease("a", 0.0, 30.0, renewals=((20.0, 50.0), (35.0, 65.0)))
+    assert lease.last_end == 65.0
+    with pytest.raises(ValueError, match="renewal"):
+        leases.Lease("a", 0.0, 30.0, renewals=((40.0, 70.0),))  # after the lease ran out
+    with pytest.raises(ValueError, match="ends after"):
+        leases.Lease("a", 10.0, 5.0)
+    with pytest.raises(ValueError, match="nothing to plot"):
+        leases.plot_leases([])
+    fig = leases.plot_leases([lease, leases.Lease("b", 65.0, 95.0)], refused=[("a", 65.0, "x")])
+    assert {t.get_text() for t in fig.axes[0].get_yticklabels()} == {"工作者 a", "工作者 b"}
+
+
+def test_a_race_is_drawn_from_its_steps_only():
+    race = claimrace.Race([claimrace.Step("a", ("SELECT",), 4), claimrace.Step("b", ("UPDATE",), None)])
+    fig = claimrace.plot_races({"x": race})
+    texts = {t.get_text() for t in fig.axes[0].texts}
+    assert texts == {"SELECT\n→ 任务 4", "UPDATE\n→ 没有可领的"}
+    with pytest.raises(ValueError, match="nothing to plot"):
+        claimrace.plot_races({"x": claimrace.Race()})
+    assert claimrace._verb("-- Step two: mark it ours. UPDATE jobs SET x = 1") == "UPDATE"
+
+
+def test_states_table_is_closed_and_edges_select_by_operation():
+    assert states.edges(["cancel"]) == {("pending", "cancelled"), ("running", "cancelled")}
+    assert {s for t in states.TRANSITIONS for s in (t.source, t.target)} == set(states.STATES)
+    with pytest.raises(ValueError, match="no operation"):
+        states.plot_states(["explode"])
