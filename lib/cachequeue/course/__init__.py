@@ -72,6 +72,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "model.lockstep": ("05",),
     "model.mutants": ("05",),
     "model.queue_model": ("05",),
+    "views.backoff": ("04",),
     "views.claimrace": ("03",),
     "views.fonts": (),
     "views.frames": ("00", "03", "04", "05", "07", "11"),
@@ -79,7 +80,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "views.perfplots": ("10", "12"),
     "views.plots": ("01", "04"),
     "views.scrapes": ("08",),
-    "views.states": ("03",),
+    "views.states": ("03", "04"),
     "views.timeline": ("06",),
     "labs.capstone": ("11",),
     "labs.claimcheck": ("03",),
@@ -87,4 +88,5 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "labs.minute": ("08",),
     "labs.opsday": ("08",),
     "labs.perf": ("10", "12"),
+    "labs.retrycheck": ("04",),
 }

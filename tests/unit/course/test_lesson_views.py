@@ -1,11 +1,27 @@
-"""The figures of chapters 03 and 04 (views.claimrace, leases, states): their data
+"""The figures of chapters 03 and 04 (views.backoff, claimrace, leases, states): their data
 rules and their refusals; the figures themselves are checked by the notebooks' asserts."""
 
 from __future__ import annotations
 
 import pytest
 
-from cachequeue.course.views import claimrace, leases, states
+from cachequeue.course.views import backoff, claimrace, leases, states
+from cachequeue.queue.retry import RetryPolicy
+
+
+def test_windows_are_the_jitter_ranges_after_each_start():
+    full = RetryPolicy(max_attempts=5, base=4.0, cap=60.0, deadline=30.0)
+    assert backoff.windows([0.0, 1.0, 5.0], full) == [(0.0, 4.0), (1.0, 9.0), (5.0, 21.0)]
+    equal = RetryPolicy(max_attempts=5, base=4.0, cap=60.0, jitter="equal")
+    assert backoff.windows([0.0], equal) == [(2.0, 4.0)]
+    fig = backoff.plot_attempts([0.0, 1.0], full, rejected=40.0)
+    assert len(fig.axes[0].get_yticks()) == 3
+
+
+@pytest.mark.parametrize("bad", [[], [float("nan")], ["1"]])
+def test_windows_refuse_bad_starts(bad):
+    with pytest.raises((TypeError, ValueError)):
+        backoff.windows(bad, RetryPolicy())
 
 
 def test_a_lease_must_be_extended_by_its_renewals():

@@ -6,8 +6,9 @@
 - `minute`: A minute of work whose every figure is known before it runs, and a tenant that bursts.
 - `opsday`: A day of the queue on a manual clock: a noisy tenant, quiet tenants, a fixed pool of slots.
 - `perf`: Performance and scale (chapter 10, bench/worker_throughput.py): what the queue costs, measured.
+- `retrycheck`: The grader of chapter 04's exercise: a learner's `always_fail`, `summarise` and `run_rounds`, run on a queue of its own.
 
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = ["capstone", "claimcheck", "leaselab", "minute", "opsday", "perf"]
+__all__ = ["capstone", "claimcheck", "leaselab", "minute", "opsday", "perf", "retrycheck"]
