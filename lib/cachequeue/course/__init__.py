@@ -73,6 +73,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "model.mutants": ("05",),
     "model.queue_model": ("05",),
     "views.backoff": ("04",),
+    "views.claimflow": ("03",),
     "views.claimrace": ("03",),
     "views.fonts": (),
     "views.frames": ("00", "03", "04", "05", "07", "11"),

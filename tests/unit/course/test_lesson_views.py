@@ -52,3 +52,22 @@ def test_states_table_is_closed_and_edges_select_by_operation():
     assert {s for t in states.TRANSITIONS for s in (t.source, t.target)} == set(states.STATES)
     with pytest.raises(ValueError, match="no operation"):
         states.plot_states(["explode"])
+
+
+def test_claimflow_reads_the_statement_text_itself():
+    from cachequeue.course.views import claimflow
+
+    flow = claimflow.parse("""-- picked reads nothing: 'fresh' here is a comment
+        WITH clock AS MATERIALIZED (SELECT cq_now() AS now),
+             fresh AS (SELECT id FROM jobs, clock WHERE note <> 'picked (' AND run_after <= clock.now),
+             picked AS (SELECT id FROM fresh)
+        UPDATE jobs SET state = 'running' FROM picked WHERE jobs.id = picked.id""")
+    assert flow.parts == ("clock", "fresh", "picked")
+    assert flow.reads == {"clock": (), "fresh": ("clock",), "picked": ("fresh",)}
+    assert flow.final == ("picked",)
+    assert ("picked", claimflow.FINAL) in flow.edges()
+    with pytest.raises(ValueError, match="no WITH"):
+        claimflow.parse("SELECT 1")
+    with pytest.raises(ValueError, match="unbalanced"):
+        claimflow.parse("WITH a AS (SELECT (1) SELECT 1")
+    assert claimflow.plot_flow(flow).axes[0].get_title()

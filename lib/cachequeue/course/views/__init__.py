@@ -1,6 +1,7 @@
 """Queue state and measurements as pandas DataFrames and matplotlib figures, labelled in Chinese.
 
 - `backoff`: One job's attempts on a time axis, each retry inside the jitter window it was drawn from.
+- `claimflow`: The parts of a statement written as CTEs (`WITH a AS (...), b AS (...) ...`) and which part reads which, drawn as a data-flow graph.
 - `claimrace`: The claim race as two lanes (workers a and b): which statement each sent, in which order, and what it got.
 - `fonts`: Chinese text in matplotlib figures, on any laptop, without installing a font.
 - `frames`: Queue state as pandas DataFrames: jobs, attempts, and simulated retry schedules.
@@ -14,5 +15,5 @@
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = ["backoff", "claimrace", "fonts", "frames", "leases", "perfplots", "plots", "scrapes", "states",
+__all__ = ["backoff", "claimflow", "claimrace", "fonts", "frames", "leases", "perfplots", "plots", "scrapes", "states",
            "timeline"]
