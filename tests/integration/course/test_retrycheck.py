@@ -3,6 +3,7 @@ wrong ones fail with the message that names their cause."""
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 
 import pytest
@@ -142,15 +143,19 @@ def test_wrong_answers_fail_with_their_cause(database_url, name):
         assert cause in str(failed.value), str(failed.value)
 
 
-def test_the_learners_own_error_propagates_and_nothing_is_left(database_url):
+def test_the_learners_own_error_propagates_and_nothing_is_left(database_url, monkeypatch):
+    fixed = uuid.UUID(int=0xC0FFEE)
+    monkeypatch.setattr(retrycheck.uuid, "uuid4", lambda: fixed)
+
     def stub(conn, handlers, policy, clock, rounds):
         raise NotImplementedError
 
     with pytest.raises(NotImplementedError):
         retrycheck.check(always_fail, summarise, stub)
+    private = db.schema_name(f"grade04_{fixed.hex[:12]}")
     with db.connect() as conn:
-        left = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'grade04%%'").fetchone()[0]
-    assert left == 0
+        left = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s", [private]).fetchone()[0]
+    assert left == 0, "the private schema is dropped, also when the learner's code raised"
 
 
 def test_refuses_what_is_not_a_function():
