@@ -102,6 +102,20 @@ def test_a_quote_is_matched_with_the_values_the_check_formats():
     assert not _said_by_a_check("好任务应在一次尝试后完成", source, patterns)
 
 
+def _grader_sources(cells: list[str]) -> list[str]:
+    """The source of each library grader a check cell calls (`claimcheck.check(...)`, a
+    module of cachequeue.course): the messages it raises are the ones the check prints."""
+    from cachequeue import course
+
+    found = []
+    for module in course.CHAPTERS:
+        name = module.rsplit(".", 1)[-1]
+        if any(re.search(rf"\b{name}\.check\(", cell) for cell in cells):
+            path = ROOT / "lib" / "cachequeue" / "course" / Path(*module.split("."))
+            found.append(path.with_suffix(".py").read_text(encoding="utf-8"))
+    return found
+
+
 @pytest.mark.parametrize("path", nbtool.notebook_paths(), ids=lambda p: p.name)
 def test_quoted_check_messages_are_the_ones_the_checks_print(path):
     section = _sections().get(path.name[:2])
@@ -109,6 +123,7 @@ def test_quoted_check_messages_are_the_ones_the_checks_print(path):
         pytest.skip("no section (the test above fails for it)")
     cells = [c.source for c in nbtool.nbformat.read(path, as_version=4).cells
              if "check" in nbtool.tags(c)]
+    cells += _grader_sources(cells)
     checks = "\n".join(cells)
     patterns = [p for source in cells for p in _message_patterns(source)]
     quoted = _quoted_check_messages(section)

@@ -1,13 +1,19 @@
 """Queue state and measurements as pandas DataFrames and matplotlib figures, labelled in Chinese.
 
+- `backoff`: One job's attempts on a time axis, each retry inside the jitter window it was drawn from.
+- `claimflow`: The parts of a statement written as CTEs (`WITH a AS (...), b AS (...) ...`) and which part reads which, drawn as a data-flow graph.
+- `claimrace`: The claim race as two lanes (workers a and b): which statement each sent, in which order, and what it got.
 - `fonts`: Chinese text in matplotlib figures, on any laptop, without installing a font.
 - `frames`: Queue state as pandas DataFrames: jobs, attempts, and simulated retry schedules.
+- `leases`: A lease timeline: per worker, the lease it held as a bar, renewals, the takeover, refused reports.
 - `perfplots`: Figures of chapter 11 (performance and scale), drawn from recorded benchmark runs (`perf.load`).
 - `plots`: Matplotlib figures for the notebooks, labelled in Chinese. Each function returns its Figure.
 - `scrapes`: Prometheus scrapes as DataFrames, and what Prometheus computes from two of them.
+- `states`: The job's states and the operations that move a job between them, as a table and a diagram.
 - `timeline`: Who ran what, when: attempts per worker as a table and as a Gantt-style figure.
 
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = ["fonts", "frames", "perfplots", "plots", "scrapes", "timeline"]
+__all__ = ["backoff", "claimflow", "claimrace", "fonts", "frames", "leases", "perfplots", "plots", "scrapes", "states",
+           "timeline"]
