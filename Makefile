@@ -1,4 +1,7 @@
-# One-command set-up for the course. `make lab` to study, `make test` to check everything.
+# One-command set-up for the course. `make lab` to study (your own copies of the chapters, in
+# my-notebooks/), `make lab-instructor` for the instructor copies in notebooks/, `make progress`
+# to see which of your exercises pass, `make test` to check everything. Every pip install uses
+# the exact versions in constraints.txt (`make lock` regenerates it).
 # Without DATABASE_URL the embedded PostgreSQL 18 (in .pgdata/) is started and reused, and
 # without REDIS_URL the embedded Redis (in .redis/), without NATS_URL the embedded nats-server
 # with JetStream (in .nats/). Only `make db` (and the targets that
@@ -20,17 +23,31 @@ TEST_WORKERS ?= 4
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help setup db db-stop lab test lint execute student bench chaos clean site present serve verify
+# The learner's own copies (tools/study.py): answers out, check outputs cleared, teaching
+# outputs kept; git-ignored; a copy the learner changed is never overwritten or deleted (a
+# changed chapter arrives beside it as NN_name.new.ipynb). Their kernels use the schemas
+# ch00_mine, ch01_mine, ... (and the Redis prefixes cq:ch00_mine:, ...), so the instructor
+# copies (schemas ch00, ch01, ...) can be open at the same time without resetting them;
+# `make progress` runs on _progress, `make test` on _test.
+STUDY_DIR    ?= my-notebooks
+STUDY_SUFFIX ?= _mine
+CONSTRAINTS  := constraints.txt
+
+.PHONY: help setup db db-stop lab lab-instructor progress lock test lint execute student bench chaos clean site present serve verify
 
 help:
-	@echo "make lab      set up (.venv, PostgreSQL, Redis, NATS) and open JupyterLab on notebooks/ (keeps the terminal; Ctrl-C stops it)"
+	@echo "make lab      set up (.venv, PostgreSQL, Redis, NATS), make or refresh your own copies in $(STUDY_DIR)/ (answers out;"
+	@echo "              what you changed is kept) and open JupyterLab there (keeps the terminal; Ctrl-C stops it)"
+	@echo "make lab-instructor  JupyterLab on notebooks/, the instructor copies with every answer and output"
+	@echo "make progress which exercises of your copies pass, chapter by chapter (CH=03 for one; your files are not changed)"
 	@echo "make test     set up, then lint + unit + integration + strict nbval of every notebook + student copies"
 	@echo "              + site and slides in headless Chromium + service page browser tests + a small chaos run"
 	@echo "              + packaging (fresh clone on two cores, pip cache warm: about 5 minutes). Without chromium it prints"
 	@echo "              'browser tests skipped: install chromium (apt-get install chromium)' and skips those"
 	@echo "              (PYTEST_ARGS='-m \"not db\"' for the tests that need no database)"
 	@echo "make execute  re-run notebooks top to bottom in place (NB=notebooks/01_x.ipynb for one)"
-	@echo "make student  write student copies to build/student/"
+	@echo "make student  write student copies to build/student/ (answers and every output removed; for handing out)"
+	@echo "make lock     write constraints.txt (the exact versions every install uses) from .venv"
 	@echo "make serve    the HTTP service on 127.0.0.1:8000 (page at /, demo mode, /metrics on :8001) and two workers; Ctrl-C stops all"
 	@echo "make site     build the course site offline into build/site/ (open build/site/index.html; no database)"
 	@echo "make present CH=03  slides of one chapter (reveal.js, offline; S shows speaker notes)"
@@ -40,15 +57,21 @@ help:
 	@echo "make db       start (or reuse) the embedded PostgreSQL, Redis and NATS; say which servers are used"
 	@echo "make db-stop  stop the embedded PostgreSQL, the embedded Redis and the embedded NATS"
 
-PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+# Every install takes the exact versions of constraints.txt: the committed outputs are true for
+# them (hypothesis 6.100.0 draws another sequence in chapter 05; cachetools 5.x and async-lru
+# 2.0.0 break chapter 01's optional part). tests/test_lock.py checks that each installed
+# distribution of the lab, dev and site extras is pinned there.
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS)
 
-# The library with its `lab` extra (JupyterLab and what the notebooks use), and the kernel.
-$(STAMP): pyproject.toml
+# The library with its `lab` extra (JupyterLab and what the notebooks use), the kernel, and
+# the course's JupyterLab settings (no "official Jupyter news" prompt, no request for it).
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed; set PYTHON=python3.12 or similar")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip
 	$(PIP) -e '.[lab]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name cachequeue --display-name "Python (cachequeue)" >/dev/null
+	$(BIN)/python tools/study.py lab-settings
 	touch $(STAMP)
 
 # The test tools on top (`dev` extra).
@@ -73,8 +96,23 @@ db-stop: $(STAMP)
 	@$(BIN)/python -m cachequeue.embedded_nats stop
 
 lab: db
-	@echo "JupyterLab on notebooks/ (Ctrl-C to stop; the database keeps running, make db-stop stops it)"
+	@$(BIN)/python tools/study.py copies --dir $(STUDY_DIR)
+	@echo "JupyterLab on $(STUDY_DIR)/, your own copies (Ctrl-C to stop; the database keeps running, make db-stop stops it)"
+	CACHEQUEUE_SCHEMA_SUFFIX=$(STUDY_SUFFIX) $(BIN)/jupyter lab --notebook-dir=$(STUDY_DIR) $(LAB_ROOT) $(LAB_ARGS)
+
+lab-instructor: db
+	@echo "JupyterLab on notebooks/, the instructor copies with the answers (Ctrl-C to stop; make db-stop stops the database)"
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ROOT) $(LAB_ARGS)
+
+# Each chapter copy in $(STUDY_DIR)/ run in memory on the schemas ch00_progress, ...; nothing
+# written back. CH=03 for one chapter (CH="03 06" for two); PROGRESS_ARGS=--timeout 300.
+progress: db
+	@$(BIN)/python tools/progress.py --dir $(STUDY_DIR) $(PROGRESS_ARGS) $(CH)
+
+# constraints.txt from the packages installed in .venv (after moving a pin there and
+# re-running the notebooks and tests).
+lock: $(DEV)
+	$(BIN)/python tools/lock.py
 
 # The course's HTTP service and two workers on the `serve` schema (created on first use).
 # `cachequeue serve` passes Ctrl-C on to its workers once: graceful stop, then exit.
@@ -114,9 +152,9 @@ present: $(SITE)
 
 bench: $(DEV) db
 	$(PIP) -e '.[dev,bench]'
-	@# worker_throughput.py records its run for chapter 10 (data/bench/worker_throughput.json, and
+	@# worker_throughput.py records its run for chapter 11 (data/bench/worker_throughput.json, and
 	@# on the embedded server worker_throughput_embedded.json),
-	@# broker_throughput.py its run for chapter 12 (data/bench/broker_throughput.json)
+	@# broker_throughput.py its run for chapter 13 (data/bench/broker_throughput.json)
 	@for script in bench/*.py; do \
 	    case $$script in bench/worker_throughput.py) out="--out data/bench/worker_throughput.json";; \
 	        bench/broker_throughput.py) out="--out data/bench/broker_throughput.json";; *) out="";; esac; \

@@ -111,7 +111,7 @@ LONGEST_FIRST = (
     "tests/browser/test_service_page.py",  # 71 s
     "notebooks/07_service.ipynb",  # 47 s
     "tests/chaos/test_chaos.py",  # 46 s
-    "notebooks/12_message_brokers.ipynb",  # 38 s
+    "notebooks/13_message_brokers.ipynb",  # 38 s
     "notebooks/08_operations.ipynb",  # 37 s
     "tests/site/test_slides.py",  # 37 s
     "tests/integration/service/test_service_processes.py",  # 28 s
@@ -122,7 +122,7 @@ LONGEST_FIRST = (
     "tests/integration/service/test_service_schema.py",  # 16 s
     "tests/test_packaging.py",  # 16 s
     "tests/site/test_browser_tools.py",  # 16 s
-    "notebooks/10_performance.ipynb",  # 15 s
+    "notebooks/11_performance.ipynb",  # 15 s
     "tests/integration/broker/test_broker_worker.py",  # 15 s
     "tests/site/test_sitebuild.py",  # 14 s
     "tests/chaos/test_broker_chaos.py",  # 14 s
@@ -130,7 +130,7 @@ LONGEST_FIRST = (
     "tests/integration/service/test_service_contract.py",  # 12 s
     "tests/integration/queue/test_fairness.py",  # 12 s
     "tests/integration/service/test_service_health.py",  # 12 s
-    "notebooks/11_capstone.ipynb",  # 12 s
+    "notebooks/12_capstone.ipynb",  # 12 s
     "tests/integration/queue/test_jobs_explain.py",  # 12 s
 )
 

@@ -102,16 +102,19 @@ def test_a_quote_is_matched_with_the_values_the_check_formats():
     assert not _said_by_a_check("好任务应在一次尝试后完成", source, patterns)
 
 
-_GRADER = re.compile(r"\bcachequeue\.course\.graders import ([\w, ]+)")
+def _grader_sources(cells: list[str]) -> list[str]:
+    """The source of each library grader a check cell calls (`claimcheck.check(...)`,
+    `ch01.check_summary_or_fallback(...)`, a module of cachequeue.course): the messages it
+    raises are the ones the check prints."""
+    from cachequeue import course
 
-
-def _grader_sources(notebook) -> list[str]:
-    """The source of the grader modules (`cachequeue.course.graders.chNN`) a notebook
-    imports: a check cell that calls one prints that module's messages."""
-    names = {name.strip() for c in notebook.cells if c.cell_type == "code"
-             for found in _GRADER.findall(c.source) for name in found.split(",")}
-    folder = ROOT / "lib" / "cachequeue" / "course" / "graders"
-    return [(folder / f"{name}.py").read_text(encoding="utf-8") for name in sorted(names)]
+    found = []
+    for module in course.CHAPTERS:
+        name = module.rsplit(".", 1)[-1]
+        if any(re.search(rf"\b{name}\.check\w*\(", cell) for cell in cells):
+            path = ROOT / "lib" / "cachequeue" / "course" / Path(*module.split("."))
+            found.append(path.with_suffix(".py").read_text(encoding="utf-8"))
+    return found
 
 
 @pytest.mark.parametrize("path", nbtool.notebook_paths(), ids=lambda p: p.name)
@@ -119,9 +122,9 @@ def test_quoted_check_messages_are_the_ones_the_checks_print(path):
     section = _sections().get(path.name[:2])
     if section is None:
         pytest.skip("no section (the test above fails for it)")
-    notebook = nbtool.nbformat.read(path, as_version=4)
-    cells = [c.source for c in notebook.cells if "check" in nbtool.tags(c)]
-    cells += _grader_sources(notebook) if cells else []
+    cells = [c.source for c in nbtool.nbformat.read(path, as_version=4).cells
+             if "check" in nbtool.tags(c)]
+    cells += _grader_sources(cells)
     checks = "\n".join(cells)
     patterns = [p for source in cells for p in _message_patterns(source)]
     quoted = _quoted_check_messages(section)

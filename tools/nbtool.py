@@ -109,8 +109,13 @@ def public_copy(nb):
     return copy
 
 
-def student_copy(nb):
-    """A public copy of `nb` with solution blocks replaced and every output cleared."""
+def student_copy(nb, *, keep_teaching_outputs: bool = False):
+    """A public copy of `nb` with solution blocks replaced and every output cleared.
+
+    With `keep_teaching_outputs` (the learner's own copies, `tools/study.py`), only the
+    exercises' cells (tagged `solution` or `check`) lose their outputs and execution counts:
+    the answer's output and the "检查通过" of its check go, the chapter's teaching outputs
+    (tables, figures, the asserts' printouts) stay as committed."""
     copy = public_copy(nb)
     for cell in copy.cells:
         if cell.cell_type != "code":
@@ -121,8 +126,9 @@ def student_copy(nb):
             cell.source = strip_solutions(cell.source)
         elif BEGIN in cell.source:
             raise ValueError(f"solution markers in a cell not tagged solution: {cell.source[:60]!r}")
-        cell.outputs = []
-        cell.execution_count = None
+        if not keep_teaching_outputs or tags(cell) & {"solution", "check"}:
+            cell.outputs = []
+            cell.execution_count = None
     return copy
 
 
@@ -133,7 +139,7 @@ def student_copy(nb):
 # (tests/test_notebooks.py); every other notebook's run in nbval's kernel (conftest.py).
 STUDENT_RUN_ALONE = {
     "03_persist_claim_lease.ipynb": "the check submits three jobs before it claims",
-    "09_shared_cache_redis.ipynb": "the solution cell sets a lock key before it extends it",
+    "10_shared_cache_redis.ipynb": "the solution cell sets a lock key before it extends it",
 }
 
 

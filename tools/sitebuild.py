@@ -43,7 +43,7 @@ import nbtool  # noqa: E402  (tools/ is not a package)
 ROOT = Path(__file__).resolve().parents[1]
 SKELETON = Path(__file__).resolve().parent / "site"
 DOCS = ROOT / "docs"
-REPO_NOTEBOOKS = "notebooks"  # where a learner finds the chapters in a clone
+REPO_NOTEBOOKS = "my-notebooks"  # where `make lab` puts a learner's own copies (tools/study.py)
 _NUMBERED = re.compile(r"(?P<number>\d\d)_(?P<slug>[a-z0-9_]+)\.ipynb")
 _TIME = re.compile(r"预计时间\**\s*[:：]\s*(?P<said>[^。\n]*)")
 _MINUTES = re.compile(r"(\d+)\s*分钟")
@@ -139,7 +139,8 @@ def _links_cell(ch: Chapter) -> nbformat.NotebookNode:
         f' <a href="../{instructor}" download>教师版</a>'
         "（含答案与本页所示的全部输出）</p>\n"
         f'<p>在自己的电脑上运行：按照<a href="../run.html">运行说明</a>执行 <code>make lab</code>，'
-        f"然后在 JupyterLab 中打开 <code>{REPO_NOTEBOOKS}/{name}</code>。</p>\n"
+        f"然后在 JupyterLab 中打开你自己的副本 <code>{REPO_NOTEBOOKS}/{name}</code>；"
+        "<code>make progress</code> 列出你的练习哪些已经通过。</p>\n"
         "</div>")
 
 
@@ -193,7 +194,7 @@ def _index_page(chapters: list[Chapter], extra_pages: list[str]) -> str:
 |---|---|---|---|
 {rows}
 
-合计约 {total}。学生版去掉了练习答案和所有输出，检查单元格会告诉你答案是否正确；教师版与本站所示相同，含答案与输出。全部章节打包下载：<a href="downloads/student.zip" download>学生版（zip）</a> · <a href="downloads/instructor.zip" download>教师版（zip）</a>。
+合计约 {total}。学生版去掉了练习答案和所有输出，检查单元格会告诉你答案是否正确；教师版与本站所示相同，含答案与输出。在自己的电脑上，`make lab` 在 `my-notebooks/` 生成你的学习副本并打开 JupyterLab，`make progress` 按章列出你的练习哪些已经通过（见<a href="run.html">运行说明</a>）。全部章节打包下载：<a href="downloads/student.zip" download>学生版（zip）</a> · <a href="downloads/instructor.zip" download>教师版（zip）</a>。
 
 ```{{toctree}}
 :hidden:

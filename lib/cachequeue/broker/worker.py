@@ -24,7 +24,7 @@ A lost broker: nats-py reconnects (forever, `reconnect_wait` apart) and the fetc
 off (doubling up to 5 s) until fetches answer again; nothing is acknowledged that was not
 recorded, and a result recorded but not acknowledged is acknowledged on its redelivery.
 
-    worker = BrokerWorker("ch12", {"summary": summarise}, concurrency=4, lease=30)
+    worker = BrokerWorker("ch13", {"summary": summarise}, concurrency=4, lease=30)
     stats = worker.run()          # blocks until worker.stop() (thread- and signal-safe)
     worker.start(); ...; stats = worker.close()   # in a thread of its own (notebooks)
 

@@ -1,6 +1,6 @@
 """`cachequeue worker --broker nats`: the worker with its jobs from NATS JetStream.
 
-    cachequeue worker --broker nats --schema ch12 --handlers myapp.jobs:HANDLERS --concurrency 4
+    cachequeue worker --broker nats --schema ch13 --handlers myapp.jobs:HANDLERS --concurrency 4
 
 The same handlers, schema, concurrency, lease, heartbeat, name and shutdown options as the
 PostgreSQL worker (`cli.worker`); the jobs come from the schema's stream (`broker.streams`),

@@ -1,9 +1,9 @@
 """`cachequeue worker`: run a `queue.Worker` in this process until SIGTERM or SIGINT.
 
     cachequeue worker --schema ch06 --handlers myapp.jobs:HANDLERS --concurrency 4
-    cachequeue worker --broker nats --schema ch12 --handlers myapp.jobs:HANDLERS
+    cachequeue worker --broker nats --schema ch13 --handlers myapp.jobs:HANDLERS
 
-`--broker nats` takes the jobs from NATS JetStream instead (`cli.broker_worker`, chapter 12).
+`--broker nats` takes the jobs from NATS JetStream instead (`cli.broker_worker`, chapter 13).
 
 `--concurrency` defaults to 10 (CONCURRENCY): up to ten jobs per claim statement and ten
 handlers at once; pass `--concurrency 1` for one job at a time.

@@ -13,7 +13,7 @@
 - `registry`: the workers table (who runs, last heartbeat, jobs in hand), SQL in
   `sql/registry.sql`; `notify`: the jobs table's notification channel and a listener thread.
 - `limits`: the queue's limits (payload size, lease, error text) and the checks of its inputs.
-- Operating the queue (chapter 08), each with its SQL in `sql/<module>.sql`: `metrics`
+- Operating the queue (chapters 08, 09), each with its SQL in `sql/<module>.sql`: `metrics`
   (depth, oldest wait, rates, durations, ratios; bounded tenant labels), `fairness` (the
   fair claim, a per-tenant cap), `ratelimit` (a per-kind token bucket in the database),
   `outbox` (events written with the business change; relay; inbox dedup), `deadletter`

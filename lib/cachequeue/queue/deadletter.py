@@ -5,16 +5,18 @@ A failed job stays in `jobs` (state 'failed', `last_error`) with every attempt i
 second copy of it. After an outage the operator retries what the outage failed, not
 everything:
 
-    dead = deadletter.failed(conn, kind="summarise", error_class="TimeoutError")
+    dead = deadletter.failed(conn, Filter(kind="summarise", error_class="TimeoutError"))
     plan = deadletter.bulk_retry(conn, Filter(kind="summarise", error_class="TimeoutError"),
                                  actor="ops", reason="vendor outage 09:00-09:20", dry_run=True)
     done = deadletter.bulk_retry(conn, same_filter, actor="ops", reason="...")
 
-A dry run lists the job ids a real run would retry and changes nothing. A real run lists
-them with the same query and hands exactly those rows to the queue's retry statement
-(`jobs.query("retry")`), which retries them in one statement, each with an audit row naming
-the actor, the reason and the filter; a job that another operator retried meanwhile, or that
-failed again since it was listed, is left alone. The filter is in `sql/deadletter.sql`.
+A dry run lists the job ids a real run would retry now and changes nothing. A real run lists
+again with the same query (a job that failed after the dry run and matches is retried too:
+bound the filter with `until=` the moment of the dry run to retry only what it showed) and
+hands exactly those rows to the queue's retry statement (`jobs.query("retry")`), which
+retries them in one statement, each with an audit row naming the actor, the reason and the
+filter; a job that another operator retried meanwhile, or that failed again since it was
+listed, is left alone. The filter is in `sql/deadletter.sql`.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ on the jobs channel (`notify.listen`), and the loop's wait watches its socket be
 handlers' wake-up socket: a notification that a job became pending wakes the loop itself,
 which claims at once. (A `notify.Listener` thread on a second connection did this before:
 every wake-up then took two threads' turns, the listener's and the loop's, and on a busy
-machine each turn can wait for a core; chapter 10's latency measurement.) Polling every
+machine each turn can wait for a core; chapter 11's latency measurement.) Polling every
 `poll` seconds covers what sends no notification (expired leases, retries coming due) and
 the notifications lost while the connection was down: after every (re)connect the loop
 LISTENs again and looks for work. One long-lived connection, reopened by the loop itself,

@@ -2,7 +2,7 @@
 
 A Redis database is often shared (CI's leg 2 runs in database 0 of the machine's server),
 so nothing here ever runs FLUSHDB or FLUSHALL: every key the course writes starts with a
-namespace such as `cq:ch09:`, and `clear(client, namespace)` deletes only those keys.
+namespace such as `cq:ch10:`, and `clear(client, namespace)` deletes only those keys.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def check_namespace(prefix: str) -> str:
     """`prefix` if it is a namespace made by namespace(): TypeError if it is no str,
     ValueError if it is another string."""
     if not _NAMESPACE.match(check_instance(prefix, "namespace", str)):
-        raise ValueError(f"namespace must be a prefix made by namespace(), like 'cq:ch09:', "
+        raise ValueError(f"namespace must be a prefix made by namespace(), like 'cq:ch10:', "
                          f"got {prefix!r}")
     return prefix
 

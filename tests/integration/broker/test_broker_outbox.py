@@ -1,4 +1,4 @@
-"""Chapter 08's outbox relay publishing to JetStream: the event id is the Nats-Msg-Id, so an
+"""Chapter 09's outbox relay publishing to JetStream: the event id is the Nats-Msg-Id, so an
 event published again (the relay lost its connection after publishing, before marking) is
 stored once, and the worker runs it once."""
 

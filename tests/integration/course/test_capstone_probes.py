@@ -1,4 +1,4 @@
-"""The capstone probes of chapter 11 on a real schema: right answers and typical wrong ones
+"""The capstone probes of chapter 12 on a real schema: right answers and typical wrong ones
 give different facts, and no probe leaves a row behind."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""JetStream as a queue (chapter 12): the lab's helpers on the course's NATS and on private servers."""
+"""JetStream as a queue (chapter 13): the lab's helpers on the course's NATS and on private servers."""
 
 import asyncio
 

@@ -1,4 +1,4 @@
-"""Redis Streams as a queue (chapter 12): the commands behind StreamQueue, and the kill run."""
+"""Redis Streams as a queue (chapter 13): the commands behind StreamQueue, and the kill run."""
 
 import pytest
 

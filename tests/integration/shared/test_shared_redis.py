@@ -1,6 +1,6 @@
 """The shared part on a real Redis (REDIS_URL, else the embedded server) and PostgreSQL.
 
-The lock claims of chapter 09, with real expiry: a non-owner release deletes nothing, an
+The lock claims of chapter 10, with real expiry: a non-owner release deletes nothing, an
 expired owner cannot extend, a stale fenced write is refused; redis-py's own Lock beside
 ours; the shared cache across real processes, with a server that stops and one that stalls.
 """

@@ -19,11 +19,11 @@ HANDLERS = "cachequeue.course.app.summaries:SUMMARY_HANDLERS"
 
 
 def test_names_follow_the_schema_and_kinds_are_subject_tokens():
-    where = names("ch12")
+    where = names("ch13")
     assert (where.stream, where.subject("summary"), where.consumer) == \
-        ("CQ_ch12", "cq.ch12.jobs.summary", "workers")
-    assert where.kind_of("cq.ch12.jobs.summary") == "summary"
-    assert where.advisory == "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.CQ_ch12.workers"
+        ("CQ_ch13", "cq.ch13.jobs.summary", "workers")
+    assert where.kind_of("cq.ch13.jobs.summary") == "summary"
+    assert where.advisory == "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.CQ_ch13.workers"
     for bad in ("", "a.b", "a b", "*", ">", "x" * 101, 7):
         with pytest.raises(ValueError, match="kind must be"):
             where.subject(bad)
@@ -105,7 +105,7 @@ def test_a_payload_the_postgresql_queue_refuses_is_refused_before_anything_is_pu
     from cachequeue.broker import publish
 
     with pytest.raises(ValueError, match="payload"):
-        asyncio.run(publish.submit(object(), names("ch12"), "noop", payload))
+        asyncio.run(publish.submit(object(), names("ch13"), "noop", payload))
 
 
 def test_a_bad_submitted_at_header_only_blanks_the_wait_on_the_started_line():

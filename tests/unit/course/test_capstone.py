@@ -1,4 +1,4 @@
-"""The capstone probes of chapter 11 that need no database: a right answer and typical wrong
+"""The capstone probes of chapter 12 that need no database: a right answer and typical wrong
 ones give different facts, so a check cell asserting on the facts can tell them apart."""
 
 from __future__ import annotations

@@ -198,4 +198,4 @@ def test_a_name_that_is_not_a_str_is_a_type_error(call, name):
     with pytest.raises(ValueError):
         db.schema_name("Not-A-Name")
     with pytest.raises(ValueError):
-        check_namespace("ch09")
+        check_namespace("ch10")

@@ -87,11 +87,11 @@ def test_a_deep_folder_gets_a_short_socket_path(tmp_path):
 
 
 def test_namespace_follows_the_schema_suffix(monkeypatch):
-    assert shared.namespace("ch09") == "cq:ch09:"
+    assert shared.namespace("ch10") == "cq:ch10:"
     monkeypatch.setenv("CACHEQUEUE_SCHEMA_SUFFIX", "_test")
-    assert shared.namespace("ch09") == "cq:ch09_test:"
+    assert shared.namespace("ch10") == "cq:ch10_test:"
     with pytest.raises(ValueError, match="schema name"):
-        shared.namespace("Ch09*")
+        shared.namespace("Ch10*")
 
 
 def test_clear_deletes_only_the_namespace():

@@ -281,7 +281,7 @@ def test_bad_arguments_are_refused_before_anything_happens(make, kwargs, error, 
     assert cache.stats.requests == 0
 
 
-@pytest.mark.parametrize("namespace", ["ch09", "cq:*:", "cq:ch09", "cq:Ch09:", ""])
+@pytest.mark.parametrize("namespace", ["ch10", "cq:*:", "cq:ch10", "cq:Ch10:", ""])
 def test_a_namespace_must_come_from_namespace(namespace):
     with pytest.raises(ValueError, match="namespace must be a prefix"):
         SharedCache(fakeredis.FakeAsyncRedis(), namespace=namespace)

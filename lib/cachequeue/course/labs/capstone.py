@@ -1,4 +1,4 @@
-"""Probes for chapter 11's capstone: run a learner's function in fixed scenarios, report what it did.
+"""Probes for chapter 12's capstone: run a learner's function in fixed scenarios, report what it did.
 
 Each `probe_*` calls one step's function on the sample data (the database steps inside a
 transaction that is rolled back, so a probe leaves the chapter's tables as it found them)

@@ -1,4 +1,4 @@
-"""Performance and scale (chapter 10, bench/worker_throughput.py): what the queue costs, measured.
+"""Performance and scale (chapter 11, bench/worker_throughput.py): what the queue costs, measured.
 
 For the notebook:
 - `load("worker_throughput")` reads a recorded benchmark run (`data/bench/*.json`, shipped
@@ -19,7 +19,7 @@ For the notebook:
 
 For the benchmark's worker processes: `NOOP_HANDLERS` (the `noop` kind; with a `stamp` path in the
 payload it appends "n time" to that file when it starts), `SLOW_HANDLERS` (the same jobs run by
-a handler that waits `SLOW_S` seconds, chapter 12's slow workload), `read_stamps`, and the server-side
+a handler that waits `SLOW_S` seconds, chapter 13's slow workload), `read_stamps`, and the server-side
 probes `waiting_on` (who waits at the start gate), `transactions` (the database's transaction
 counter) and `wait_gone`.
 """

@@ -1,4 +1,4 @@
-"""Chapter 09's probes around Redis: waiting out an expiry, a write without fencing, hit costs.
+"""Chapter 10's probes around Redis: waiting out an expiry, a write without fencing, hit costs.
 
 - `wait_until_expired` waits, bounded, until Redis has expired a key: the notebook lets a
   lock run out for real instead of deleting it by hand.

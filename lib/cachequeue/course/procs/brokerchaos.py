@@ -14,9 +14,9 @@ stops the workers with SIGTERM and returns a JSON-able dict: the plan carried ou
 statuses, what the logs counted, and the verdict from the tables (`sql/brokerchaos.sql`):
 lost (jobs with no result), duplicates (results beyond one per job), dead letters.
 `failures(result)` lists every broken invariant with the seed; `counts(result)` is the
-short table chapter 12 shows.
+short table chapter 13 shows.
 
-Chapter 12 runs a small one; `bench/chaos.py --broker nats` the full size, and
+Chapter 13 runs a small one; `bench/chaos.py --broker nats` the full size, and
 tests/chaos/test_broker_chaos.py a small one in every `make test`. Its counterpart for the
 PostgreSQL queue is `course.procs.chaos` (chapter 06).
 """

@@ -1,6 +1,6 @@
-"""Cancelling a job while a real `queue.Worker` runs it (chapter 08, Q20).
+"""Cancelling a job while a real `queue.Worker` runs it (chapter 09, Q20).
 
-`cancel_while_running(conn, "ch08")` submits a `noop` job, runs a Worker in a thread of this
+`cancel_while_running(conn, "ch09")` submits a `noop` job, runs a Worker in a thread of this
 process with a cooperative handler (it waits on its `JobContext`), cancels the job at the
 moment the handler has started, and waits until the handler returned. No sleeps: the
 handler's own events say when. The Worker hears the cancel notification, renews at once,

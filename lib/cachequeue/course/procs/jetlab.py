@@ -1,4 +1,4 @@
-"""NATS JetStream as a job queue (chapter 12): a work-queue stream, a pull consumer, brokers killed.
+"""NATS JetStream as a job queue (chapter 13): a work-queue stream, a pull consumer, brokers killed.
 
 The notebook talks to JetStream with nats-py itself (`js.add_stream`, `js.pull_subscribe`,
 `msg.ack()`, `msg.in_progress()`, `msg.nak(delay=...)`); this module holds what would

@@ -1,6 +1,6 @@
 """The outbox lab: a relay process killed between publishing and marking, and a consumer.
 
-`RelayProcess("ch08", hold_after=2, now=instant).start()` runs `python -m
+`RelayProcess("ch09", hold_after=2, now=instant).start()` runs `python -m
 cachequeue.course.procs.relaylab`: a relay (`queue.outbox.relay_once`) whose database clock
 is frozen at `now` (so its lease on the events ends at a known instant), that publishes to
 the stand-in broker (the table `broker_messages`, written on its own autocommit connection,

@@ -1,4 +1,4 @@
-"""Redis Streams as a job queue (chapter 12): a consumer group, its pending list, and a broker killed.
+"""Redis Streams as a job queue (chapter 13): a consumer group, its pending list, and a broker killed.
 
 `StreamQueue` names the handful of commands a Streams queue is made of, one method each, so
 the notebook can set every step beside its PostgreSQL counterpart:

@@ -1,4 +1,4 @@
-"""Figures of chapters 10 and 12 (performance and scale), drawn from recorded benchmark runs (`perf.load`).
+"""Figures of chapters 11 and 13 (performance and scale), drawn from recorded benchmark runs (`perf.load`).
 
 Each plot function takes the run's JSON document (or the part named) and returns a Figure
 with Chinese labels (importing `course.fonts` registers the font); `targets_table` turns a

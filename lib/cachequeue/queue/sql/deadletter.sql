@@ -1,6 +1,7 @@
 -- Dead letters (cachequeue.queue.deadletter): failed jobs, filtered. The filter is written
 -- here only: a bulk retry retries exactly the rows this query listed, with the queue's own
--- retry statement (queries.sql), so the dry run and the real run cannot disagree.
+-- retry statement (queries.sql). A real run lists again: a failure that matches after the
+-- dry run is retried too, unless the filter's `until` ends at the dry run (chapter 09).
 -- A filter is any of: kind, error class (the exception type that starts last_error, e.g.
 -- 'TimeoutError'), a time range on finished_at, a tenant. NULL means "any".
 

@@ -133,7 +133,7 @@ ended AS (
 -- The EXISTS is a one-time filter: a claim that took over nothing (the usual case) does not
 -- look at job_attempts at all. Without it, a small job_attempts (a young queue) was read
 -- whole on every claim: the planner prefers that to the index for a handful of pages, and
--- the pages grow with every job (the profile of chapter 10, bench/worker_profile.py).
+-- the pages grow with every job (the profile of chapter 11, bench/worker_profile.py).
 closed AS (
     UPDATE job_attempts a
     SET finished_at = (SELECT old_until FROM ended WHERE old_token = a.lease_token),

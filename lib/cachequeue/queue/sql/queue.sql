@@ -133,7 +133,7 @@ CREATE INDEX job_audit_job ON job_audit (job_id);
 --     again; the watcher reads the job itself, so the HTTP service's hub ignores it).
 -- Why not every change: PostgreSQL serialises the commits of all notifying transactions on
 -- one lock (held through the WAL flush), so a notification on every claim and finish made
--- every worker's commits queue behind each other (issue 20; chapter 10 measures it).
+-- every worker's commits queue behind each other (issue 20; chapter 11 measures it).
 -- Notifications are delivered at commit, to sessions that LISTEN (queue.notify.listen);
 -- a rolled-back change sends none. They are a hint to look, never the record: a listener
 -- that was disconnected misses them, so readers re-read the jobs table after (re)connecting.

@@ -1,4 +1,4 @@
--- The resource side of fencing tokens (cachequeue.shared.fencing, chapter 09).
+-- The resource side of fencing tokens (cachequeue.shared.fencing, chapter 10).
 -- fencing.install(conn) applies this file in the connection's current schema (a chapter's,
 -- after db.reset_schema); IF NOT EXISTS makes that safe to repeat.
 

@@ -1,4 +1,4 @@
--- Editing a document, and which summary is current (cachequeue.course.app.editing, chapter 08).
+-- Editing a document, and which summary is current (cachequeue.course.app.editing, chapter 09).
 
 -- name: bump_version
 -- Make a new version of a tenant's document with this body; returns the new version number.

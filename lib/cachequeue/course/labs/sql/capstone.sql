@@ -1,4 +1,4 @@
--- The table and reference queries of chapter 11's capstone (cachequeue.course.labs.capstone).
+-- The table and reference queries of chapter 12's capstone (cachequeue.course.labs.capstone).
 
 -- name: install
 -- Add the table of published summaries (one row per business key) and the probes' own

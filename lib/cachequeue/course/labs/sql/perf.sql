@@ -1,4 +1,4 @@
--- Statements of cachequeue.course.labs.perf (chapter 10 and bench/worker_throughput.py): where the
+-- Statements of cachequeue.course.labs.perf (chapter 11 and bench/worker_throughput.py): where the
 -- queue's time goes, and what the server can commit.
 
 -- name: waiting_on

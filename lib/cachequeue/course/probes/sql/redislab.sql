@@ -1,4 +1,4 @@
--- A write that chapter 09 runs on purpose to show why a lock alone does not protect a
+-- A write that chapter 10 runs on purpose to show why a lock alone does not protect a
 -- resource. The real, fenced write is cachequeue.shared's fenced_write (shared/sql/queries.sql).
 
 -- name: unfenced_write
