@@ -86,7 +86,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "views.plots": ("01", "04"),
     "views.scrapes": ("08",),
     "views.servicestory": ("07",),
-    "views.states": ("03", "04"),
+    "views.states": ("03", "04", "05"),
     "views.timeline": ("06",),
     "labs.capstone": ("12",),
     "labs.claimcheck": ("03",),
