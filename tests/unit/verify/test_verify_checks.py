@@ -26,11 +26,17 @@ def claim(time, token, attempt, process="w1", job=1):
                token=token, **{"from": T + time, "until": T + time + LEASE}, lease=LEASE)]
 
 
-def report(f, time, token, attempt, outcome="accepted", process="w1", job=1, type_="ok", **extra):
+def report(f, time, token, attempt, outcome="accepted", process="w1", job=1, type_="ok",
+           delay=None, **extra):
+    """An invoke and its completion. A fail's drawn `delay` is on the COMPLETION, where
+    verify.instrument writes it (jobs.fail draws it while it runs): a fixture that put it
+    on the invoke once hid a checker that read it only there."""
     call = f"{process}:{f}{token}{time}"
     done = op(type_, f, time + 0.01, process, call=call, job=job, attempt=attempt, token=token)
     if type_ == "ok":
         done["outcome"] = outcome
+    if delay is not None:
+        done["delay"] = delay
     return [op("invoke", f, time, process, call=call, job=job, attempt=attempt, token=token,
                **extra), done]
 
@@ -210,10 +216,11 @@ def test_attempt_numbers_and_the_cap_are_checked():
 def test_retry_delays_are_checked_against_the_policy_and_the_next_start():
     ops, snap = good()
     bad = copy.deepcopy(ops)
-    bad[3]["delay"] = 0.05  # equal jitter after attempt 1: within [0.1, 0.2]
+    assert bad[3]["type"] == "invoke" and "delay" not in bad[3]  # on the completion only
+    bad[4]["delay"] = 0.05  # equal jitter after attempt 1: within [0.1, 0.2]
     assert names(run(bad, snap)) == ["retry-delay"]
     bad = copy.deepcopy(ops)
-    bad[3]["delay"] = 0.19  # within bounds, but attempt 2 started 0.1 s after the failure
+    bad[4]["delay"] = 0.19  # within bounds, but attempt 2 started 0.1 s after the failure
     snap2 = copy.deepcopy(snap)
     snap2["attempts"][1]["started_at"] = T + 0.4
     bad[6]["from"] = T + 0.4
@@ -334,3 +341,77 @@ def test_the_timeline_draws_one_bar_per_attempt_and_the_witness_in_red(tmp_path)
     fig = timeline.figure(ops, snap, violation)
     fig.savefig(tmp_path / "t.png")
     assert (tmp_path / "t.png").stat().st_size > 1000
+
+
+def test_a_lease_of_the_wrong_length_is_caught_on_its_claim():
+    ops, snap = good()
+    assert [v for v in run(ops, snap) if v.check == "lease-length"] == []
+    bad = copy.deepcopy(ops)
+    bad[2]["until"] = T + 0.1 + 3600  # a claim whose lease came from a clock an hour ahead
+    found = [v for v in run(bad, snap) if v.check == "lease-length"]
+    assert len(found) == 1 and "3600.000 s" in found[0].message
+    assert found[0].witness[0] is not None and found[0].witness[1]["row"] == "attempts"
+
+
+def test_the_start_of_a_claim_is_the_recorded_one_not_lease_end_minus_lease():
+    # A claim that set a 3 s lease: the recorded start (attempt row) is 0.1, the inferred
+    # one would be until - LEASE = 2.1. The next attempt at 0.5 must not be called "before
+    # attempt 1's lease ended" with a figure computed from the inferred start.
+    ops, snap = good()
+    ops[2]["until"] = T + 3.1
+    found = run(ops, snap)
+    assert {v.check for v in found} == {"lease-length"}
+
+
+def test_a_job_that_leaves_a_terminal_state_without_an_audited_retry_is_caught():
+    ops, snap = good()
+    snap["transitions"] = [{"id": 1, "job_id": 1, "old_state": "failed", "new_state": "done",
+                            "at": T + 0.7}]
+    found = [v for v in run(ops, snap) if v.check == "terminal-left"]
+    assert len(found) == 1 and "failed for done" in found[0].message
+    assert found[0].witness[0]["row"] == "transitions"
+    snap["transitions"] = [{"id": 1, "job_id": 1, "old_state": "failed", "new_state": "pending",
+                            "at": T + 0.4}]
+    assert [v.check for v in run(ops, snap)] == ["terminal-left"]  # no retry was audited
+    snap["audit"] = [{"job_id": 1, "action": "retry", "actor": "op", "at": T + 0.4}]
+    assert run(ops, snap) == []  # an operator's audited retry is allowed
+
+
+def test_a_worker_that_died_of_an_error_is_a_violation_with_its_log_line():
+    ops, snap = good()
+    ops.append(op("info", "exit", 2, "driver", target="w1", status=1, cause="error",
+                  line="psycopg.errors.UniqueViolation: duplicate key"))
+    ops.append(op("info", "exit", 2, "driver", target="w2", status=-9, cause="nemesis"))
+    found = run(ops, snap)
+    assert [v.check for v in found] == ["worker-died"]
+    assert "UniqueViolation" in found[0].message and found[0].witness[0]["cause"] == "error"
+
+
+def test_a_run_cut_short_reports_unsettled_jobs_as_inconclusive_not_lost():
+    ops, snap = good()
+    snap["jobs"][0]["state"] = "pending"
+    snap["results"] = []
+    assert "lost" in names(checks.check(ops, snap, lease=LEASE, poll=POLL,
+                                        only=["lost"]))
+    cause = "the time limit of 60 s passed with 1 jobs unsettled"
+    assert checks.check(ops, snap, lease=LEASE, poll=POLL, only=["lost"], cut_short=cause) == []
+    assert checks.unsettled(snap, cause) == [{"job": 1, "state": "pending", "attempts": 2,
+                                              "cause": cause}]
+
+
+def test_a_cancelled_job_is_settled_only_when_a_cancel_was_recorded():
+    ops, snap = good()
+    snap["jobs"][0]["state"] = "cancelled"
+    snap["results"] = []
+    assert names(checks.check(ops, snap, lease=LEASE, poll=POLL, only=["lost"])) == ["lost"]
+    ops.append(op("ok", "cancel", 0.6, "probe", call="p:1", job=1, outcome="accepted"))
+    assert checks.check(ops, snap, lease=LEASE, poll=POLL, only=["lost"]) == []
+
+
+def test_opportunities_count_what_each_check_judged():
+    ops, snap = good()
+    found = checks.opportunities(ops, snap, lease=LEASE)
+    assert set(found) >= set(checks.CHECKS) - {"tenant-cap"}
+    assert found["retry-delay"]["count"] == 1  # the delay is read from the completion
+    assert found["lease-length"]["count"] == 2 and found["lost"]["count"] == 1
+    assert found["reclaim"]["count"] == 0 and found["renew-after-expiry"]["count"] == 0
