@@ -139,7 +139,9 @@ class _Fleet:
         # (psycopg's DETAIL), else the last line.
         for n in range(len(lines) - 1, -1, -1):
             if _EXCEPTION_LINE.match(lines[n]):
-                return " ".join(lines[n:n + 2])[:500]
+                detail = lines[n + 1] if n + 1 < len(lines) else ""
+                short = detail.startswith("DETAIL:") and len(detail) <= 120
+                return (lines[n] + (" " + detail if short else ""))[:500]
         return lines[-1][:500] if lines else ""
 
     def reap(self) -> list[str]:
