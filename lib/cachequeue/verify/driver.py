@@ -7,21 +7,29 @@ What `run` does, bounded in jobs and in seconds:
 1. starts a private throw-away server (`embedded.Server.private()`), installs the queue
    and the side-effect store in schema `verify`, and puts the fault proxy (`proxy.Proxy`)
    in front of it: workers reach the queue only through the proxy;
-2. starts `workers` processes of `verify.workerproc` (the real `queue.Worker`, recorded;
-   a mutant's functions if `variant` names one) and submits `jobs` jobs (seeded: how long
-   each works, whether its first attempt fails);
-3. runs the nemesis, a seeded plan of faults of the kinds in `faults`, each recorded:
+2. runs the prober (`verify.prober`, one recorded process with the variant's functions)
+   to its end: its own jobs walk through the situation of every check, on every seed;
+3. starts `workers` processes of `verify.workerproc` (the real `queue.Worker`, recorded;
+   a mutant's functions if `variant` names one; each with its clock a seeded few leases
+   off the database's) and submits `jobs` jobs (seeded: how long each works, whether its
+   first attempt fails);
+4. runs the nemesis, a seeded plan of faults of the kinds in `faults`, each recorded:
    `kill` (SIGKILL a worker; a new one takes its place), `pause` (SIGSTOP past the lease,
    then SIGCONT), `terminate` (SIGTERM: a graceful stop; a new worker takes its place),
    `restart` (an immediate restart of PostgreSQL), `cut` (the ambiguous commit: the proxy
    cuts a connection after a finish committed and before its reply arrived), `blackhole`
    (a partition between every worker and the server, longer than the lease, then the
    connections are cut), `delay` (every packet waits a while);
-4. waits until every job is done or failed (or `time_limit` passed), stops the workers,
-   takes the snapshot and checks the history (`checks.check`).
+5. drains: once the nemesis and the submissions are over, waits until every job is
+   settled, `time_limit` passed or no worker is left alive; stops the workers (each
+   process's end is recorded as an `exit` operation: one that died of an error is a
+   violation), takes the snapshot and checks the history (`checks.check`).
 
 The result is a plain dict: the settings, the figures (operations, faults by kind, jobs by
-state, seconds) and `violations` (each with `check` and `witness`).
+state, seconds), `violations` (each with `check` and `witness`), `fired` (their checks),
+`verdict` ("pass", "violations" or "inconclusive": cut short with jobs unsettled, listed
+in `inconclusive` with `cut_short`, the cause) and `opportunities` (per check, the
+situations it judged; `without_opportunity` names those with none).
 """
 
 from __future__ import annotations

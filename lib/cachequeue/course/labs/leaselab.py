@@ -48,6 +48,8 @@ FAULTS = ("pause", "blackhole", "delay")
 
 # What each check's violation says about the learner's statements (the first one in this
 # order that the run found is the diagnosis): the cause, and where the chapter teaches it.
+# A stale finish that was accepted also closes its attempt late, which shows as a lease
+# overlap too: so the finish's checks come before lease-overlap, the claim's.
 CAUSES = {
     "terminal-left": "完成语句把已经结束的任务（failed 或 cancelled）改成了 done：只能接受 "
                      "state = 'running'、lease_token 等于出示的令牌的任务；lease_token 为 NULL "
@@ -59,12 +61,12 @@ CAUSES = {
                    "失败后的退避被跳过（第 04 章）",
     "lease-length": "租约的长度不对：locked_until 应当是数据库时钟的 cq_now() 加 %(lease)s 秒"
                     "（第 11 节对领取语句的要求）",
-    "lease-overlap": "两次领取同时拿到了同一个任务：候选行没有用 FOR UPDATE SKIP LOCKED 锁住，"
-                     "另一个领取等锁释放后照样改写了这一行（第 03 章）",
     "stale-accepted": "完成语句接受了不再持有租约的报告：租约过期以后、或别人接手以后，旧令牌的"
                       "完成必须被拒绝，所以既要核对令牌，也要核对 locked_until > cq_now()（第 3、4 节）",
     "one-result": "任务的结果由不再持有租约的尝试写入：完成语句既要核对令牌，也要核对 "
                   "locked_until > cq_now()（第 3、4 节）",
+    "lease-overlap": "两次领取同时拿到了同一个任务：候选行没有用 FOR UPDATE SKIP LOCKED 锁住，"
+                     "另一个领取等锁释放后照样改写了这一行（第 03 章）",
     "worker-died": "工作者进程因错误退出，多半是领取语句的记账出了错（例如尝试编号没有加一）",
     "lost": "有任务没有走到结局：领取语句没有领到应当领取的任务（第 11 节对领取语句的要求）",
     "unexpected": "出现了从未提交过的任务或结果",
@@ -109,18 +111,18 @@ _DIED_OF = {"attempts_capped": "attempts"}
 def diagnosis(result: dict[str, Any]) -> str | None:
     """None when the run found no violation and settled every job; else one Chinese
     sentence: what is wrong with the statements, where the chapter teaches it, and the
-    violation it is read from (check, job, message)."""
+    violation it is read from (check, job, message). The check cell prefixes "未通过："."""
     cause = result.get("cause")
     if cause is not None:
         check = cause["check"]
         if check == "worker-died":  # the database refused the statement: say which rule
             check = next((name for word, name in _DIED_OF.items() if word in cause["message"]),
                          check)
-        return (f"未通过：{CAUSES.get(check, check)}。"
+        return (f"{CAUSES.get(check, check)}。"
                 f"依据：第 {cause['number']} 项检查（{cause['check']}），"
                 f"任务 {cause['job']}：{cause['message']}")
     if result.get("inconclusive"):
-        return (f"没有结论：运行被截断（{result['cut_short']}），"
+        return (f"没有结论，运行被截断（{result['cut_short']}），"
                 f"{len(result['inconclusive'])} 个任务没有走到结局；再运行一次检查单元格")
     return None
 
