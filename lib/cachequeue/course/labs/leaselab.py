@@ -120,7 +120,7 @@ def diagnosis(result: dict[str, Any]) -> str | None:
                          check)
         return (f"{CAUSES.get(check, check)}。"
                 f"依据：第 {cause['number']} 项检查（{cause['check']}），"
-                f"任务 {cause['job']}：{cause['message']}")
+                + ("" if cause["job"] is None else f"任务 {cause['job']}：") + cause["message"])
     if result.get("inconclusive"):
         return (f"没有结论，运行被截断（{result['cut_short']}），"
                 f"{len(result['inconclusive'])} 个任务没有走到结局；再运行一次检查单元格")
