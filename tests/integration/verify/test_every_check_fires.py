@@ -32,6 +32,7 @@ EXPECTED = {
     "worker-clock": ("lease-length", "a lease of 3600"),
     "uncounted-takeover": ("worker-died", "UniqueViolation"),
     "no-token-check": ("stale-accepted", "after its lease ran out"),
+    "unfenced-batch": ("stale-accepted", "after its lease ran out"),
     "heartbeat-after-expiry": ("renew-after-expiry", "after it ran out"),
 }
 
