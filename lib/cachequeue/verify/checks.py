@@ -469,6 +469,8 @@ def _expired_leases(ix: _Index) -> list[tuple[float, float]]:
     the claim takes expired leases oldest first, so an older one is served first."""
     found = []
     for job_id, rows in ix.attempts.items():
+        if not rows:
+            continue  # a job never claimed (cancelled while pending)
         for a, b in zip(rows, [*rows[1:], None], strict=True):
             if a["outcome"] != "expired" or a["finished_at"] is None:
                 continue

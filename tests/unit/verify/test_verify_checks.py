@@ -415,3 +415,15 @@ def test_opportunities_count_what_each_check_judged():
     assert found["retry-delay"]["count"] == 1  # the delay is read from the completion
     assert found["lease-length"]["count"] == 2 and found["lost"]["count"] == 1
     assert found["reclaim"]["count"] == 0 and found["renew-after-expiry"]["count"] == 0
+
+
+def test_a_job_never_claimed_is_no_trouble_for_the_reclaim_check():
+    # A job cancelled while pending has no attempt row; with a kill in the history the
+    # reclaim check walks every job's attempts (it once failed on the empty list).
+    ops, snap = good()
+    snap["jobs"].append({"job_id": 2, "kind": "effect", "state": "cancelled", "attempts": 0,
+                         "handbacks": 0, "max_attempts": 3, "payload": {}, "finished_at": T + 0.2})
+    ops += [op("ok", "submit", 0.05, "driver", job=2, key="k2"),
+            op("ok", "cancel", 0.2, "probe", call="p:1", job=2, outcome="accepted"),
+            op("info", "kill", 0.4, "driver", target="w1")]
+    assert [v for v in run(ops, snap) if v.check != "reclaim"] == []
