@@ -354,13 +354,30 @@ def test_a_lease_of_the_wrong_length_is_caught_on_its_claim():
 
 
 def test_the_start_of_a_claim_is_the_recorded_one_not_lease_end_minus_lease():
-    # A claim that set a 3 s lease: the recorded start (attempt row) is 0.1, the inferred
-    # one would be until - LEASE = 2.1. The next attempt at 0.5 must not be called "before
-    # attempt 1's lease ended" with a figure computed from the inferred start.
-    ops, snap = good()
-    ops[2]["until"] = T + 3.1
+    # Attempt 1's lease (0.1 .. 1.1) expires; attempt 2 claims at 1.5 with a lease of 0.2 s
+    # (a claim that sets the wrong length). Lease end minus the configured lease would put
+    # its start at 0.7, "0.4 s before attempt 1's lease ended", a message its own witness
+    # (a claim at 1.5) contradicts. The attempt row recorded the start: no overlap, and the
+    # wrong length is what is reported.
+    ops = [op("ok", "submit", 0, "driver", job=1, key="k1"),
+           *claim(0.1, A1, 1),
+           *claim(1.5, A2, 2, "w2"),
+           *effect(1.6, A2, 2, process="w2"),
+           *report("finish", 1.6, A2, 2, process="w2")]
+    ops[-4]["until"] = T + 1.7
+    ops[-4]["from"] = T + 0.7  # what the recorder used to infer
+    snap = {
+        "jobs": [{"job_id": 1, "kind": "effect", "state": "done", "attempts": 2, "handbacks": 0,
+                  "max_attempts": 3, "payload": {"key": "k1"}, "finished_at": T + 1.6}],
+        "attempts": [attempt_row(1, A1, 0.1, 1.1, "expired"),
+                     attempt_row(2, A2, 1.5, 1.6, "done", worker="w2")],
+        "results": [{"job_id": 1, "lease_token": A2, "output": {}, "created_at": T + 1.6}],
+        "effects": [{"key": "k1", "job_id": 1, "lease_token": A2, "applied_at": T + 1.6}],
+        "now": T + 10,
+    }
     found = run(ops, snap)
-    assert {v.check for v in found} == {"lease-length"}
+    assert [v.check for v in found] == ["lease-length"], [v.message for v in found]
+    assert "a lease of 0.200 s" in found[0].message
 
 
 def test_a_job_that_leaves_a_terminal_state_without_an_audited_retry_is_caught():
