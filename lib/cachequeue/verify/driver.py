@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import db, sqlfile
-from ..checks import check_int, check_seconds
+from ..checks import check_bool, check_int, check_seconds
 from ..embedded import Server
 from ..queue import jobs as queue_jobs
 from ..queue import registry, schema
@@ -403,6 +403,7 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
     if tenant_cap is not None:
         check_int(tenant_cap, "tenant_cap", minimum=1, maximum=1000)
     check_seconds(time_limit, "time_limit")
+    check_bool(probe, "probe")
     faults = tuple(faults)
     for kind in faults:
         check_choice(kind, "fault", FAULTS)

@@ -56,7 +56,7 @@ from typing import Any
 import psycopg
 
 from .. import sqlfile
-from ..checks import check_choice
+from ..checks import check_choice, check_finite
 from ..queue import jobs, registry
 from ..queue.limits import check_kinds, check_lease, to_json
 
@@ -153,8 +153,12 @@ _worker_clock = {"skew": 0.0}
 
 
 def set_worker_clock(skew: float) -> None:
-    """Set how far this process's clock is ahead of the database's (negative: behind)."""
-    _worker_clock["skew"] = float(skew)
+    """Set how far this process's clock is ahead of the database's (negative: behind),
+    in seconds, at most a day either way."""
+    skew = check_finite(skew, "skew")
+    if abs(skew) > 86_400:
+        raise ValueError(f"skew must be within a day (86400 s) either way, got {skew!r}")
+    _worker_clock["skew"] = skew
 
 
 def _claim_many_by(name: str):
