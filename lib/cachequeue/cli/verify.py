@@ -11,8 +11,16 @@ stdout: the run's settings and figures and `violations`, a list whose items have
 operations and rows that prove it). `--variant` picks a named mutant instead of the real
 queue (`verify.variants.MUTANTS`). `--keep DIR` keeps the history (JSON lines), the
 snapshot, the workers' logs and the run's timeline (timeline.png, the first violation's
-witness in red) in DIR. Exit status 0 when there is no violation, 1 when
-there is any, 2 for bad arguments (nothing is started).
+witness in red) in DIR. Before the fleet, the prober (`verify.prober`) walks its own jobs
+through the situation of every check; after the nemesis, the workers drain until every job
+settled or the time limit passed. The document also has `verdict` (pass, violations,
+inconclusive), `opportunities` (per check, how many situations it judged) and
+`without_opportunity` (the checks that could not have fired), and, for a run cut short,
+`cut_short` (why) and `inconclusive` (the jobs left unsettled, never counted as lost).
+
+Exit status: 0 no violation and every job settled; 1 violations (whatever else);
+2 bad arguments (nothing is started); 3 inconclusive: no violation, but the run was cut
+short (time limit, or no worker left) with jobs unsettled.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from .base import Command, UsageError
 __all__ = ["COMMAND"]
 
 EXIT_VIOLATIONS = 1
+EXIT_INCONCLUSIVE = 3
 
 
 def _faults(text: str) -> list[str]:
@@ -92,7 +101,9 @@ def prepare(args: argparse.Namespace) -> Callable[[], int]:
                             tenants=args.tenants, tenant_cap=args.tenant_cap)
         json.dump(result, sys.stdout, indent=1, default=str)
         sys.stdout.write("\n")
-        return EXIT_VIOLATIONS if result["violations"] else 0
+        if result["violations"]:
+            return EXIT_VIOLATIONS
+        return EXIT_INCONCLUSIVE if result["inconclusive"] else 0
 
     return run
 

@@ -5,7 +5,8 @@
 - `checks`: the checks, job by job, each violation with a minimal witness.
 - `driver`: a seeded run of real worker processes on a private server under a nemesis
   (`run`); `proxy`: the fault proxy in front of PostgreSQL (toxiproxy-shaped);
-  `workerproc`: one recorded worker process; `instrument`: the recording wrappers;
+  `workerproc`: one recorded worker process; `prober`: the scripted client that gives
+  every check its situation on every seed; `instrument`: the recording wrappers;
   `variants`: the real queue and its named mutants.
 
 This part imports the ground floor and `queue`, never `course`, `cache`, `shared` or

@@ -34,6 +34,22 @@ rows, marked `"row": table`) that prove it, nothing else. The checks:
    lease ran out; the snapshot's time if neither happened). What the fair claim promises beyond that (each tenant's share, the worst
    wait) depends on the workload's arrival and is not checked here.
 
+9. `terminal-left`: no job left a terminal state (done, failed, cancelled) except by an
+   audited retry (failed -> pending with a `retry` row in job_audit): a late finish that
+   turns a failed or cancelled job into done, a claim that takes one. Read from the state
+   changes a trigger of the run records (`driver`, snapshot `transitions`).
+10. `worker-died`: no worker process died of an error (an exit the nemesis did not cause),
+   with the last line of its log as the witness.
+And with 4, `lease-length`: every claim's lease ends `lease` seconds after the claim, by the
+database clock (within LEASE_TOLERANCE of a lease): a claim that reads the worker's clock,
+or sets another length, is caught on its first claim.
+
+A run cut short (its time limit passed, or no worker was left) ends with jobs unsettled:
+`check(..., cut_short=cause)` then leaves pending and running jobs out of `lost`, and
+`unsettled(snapshot, cause)` lists them as inconclusive. `opportunities(ops, snapshot)`
+counts, per check, the situations in which it could have fired: a check with none could
+not have caught anything in that run.
+
 Times: leases and attempt rows carry the database clock; operations carry the wall clock
 of the same host (the embedded server's `cq_now()` is its clock_timestamp()). `EPSILON`
 absorbs the rounding of timestamps to microseconds.
@@ -48,7 +64,8 @@ from typing import Any
 
 from ..queue.retry import RetryPolicy
 
-__all__ = ["CHECKS", "EPSILON", "Violation", "check", "unknowns"]
+__all__ = ["CHECKS", "EPSILON", "LEASE_TOLERANCE", "TERMINAL", "Violation", "check",
+           "opportunities", "unknowns", "unsettled"]
 
 EPSILON = 1e-3
 REPORTS = ("finish", "fail", "release")
@@ -56,8 +73,15 @@ OUTAGES = ("restart", "blackhole", "pause-all")
 
 CHECKS = {"lost": 1, "unexpected": 1, "one-result": 2, "ambiguous-as-failure": 2,
           "false-success": 2,
-          "stale-accepted": 3, "lease-overlap": 4, "renew-after-expiry": 4, "attempts": 5,
-          "retry-delay": 5, "side-effect": 6, "reclaim": 7, "tenant-cap": 8}
+          "stale-accepted": 3, "lease-overlap": 4, "renew-after-expiry": 4, "lease-length": 4,
+          "attempts": 5, "retry-delay": 5, "side-effect": 6, "reclaim": 7, "tenant-cap": 8,
+          "terminal-left": 9, "worker-died": 10}
+TERMINAL = ("done", "failed", "cancelled")
+# How far a claim's lease end may lie from its start + lease (by the database clock). The
+# real claim reads the clock once, so its leases are exact; a statement that reads
+# cq_now() twice (a learner's claim inside custom.sql's wrapper) differs by the time the
+# statement ran between the two readings.
+LEASE_TOLERANCE = 0.25
 
 
 @dataclass
@@ -169,10 +193,14 @@ class _Index:
         return lo, hi
 
     def start_of(self, token: str) -> float | None:
-        if token in self.claims:
-            return self.claims[token]["from"]
+        """When the attempt of `token` claimed its job, by the database clock: the attempt
+        row's `started_at`, written by the claim itself (recorded, not inferred from the
+        lease end: a claim that sets a wrong lease length would move an inferred start);
+        the claim's `from` only for a claim whose attempt row was lost."""
         row = self.attempt_of.get(token)
-        return None if row is None else row["started_at"]
+        if row is not None:
+            return row["started_at"]
+        return self.claims[token]["from"] if token in self.claims else None
 
     def end_lo(self, token: str) -> float | None:
         """The earliest the attempt's lease can have ended: its attempt row's close, else
@@ -207,9 +235,15 @@ class _Index:
 # ------------------------------------------------------------------ the checks
 
 
-def _lost_or_unexpected(ix: _Index) -> Iterable[Violation]:
+def _lost_or_unexpected(ix: _Index, cut_short: str | None = None) -> Iterable[Violation]:
+    cancelled = {op["job"] for op in ix.ops if op["f"] == "cancel" and op["type"] == "ok"
+                 and op.get("outcome") == "accepted"}
     for job_id, submit in sorted(ix.submits.items()):
         row = ix.jobs.get(job_id)
+        if cut_short and row is not None and row["state"] in ("pending", "running"):
+            continue  # inconclusive (see unsettled): the run ended before it could settle
+        if row is not None and row["state"] == "cancelled" and job_id in cancelled:
+            continue
         if row is None or row["state"] not in ("done", "failed"):
             last = [op for op in ix.by_job[job_id] if op["f"] != "submit"][-2:]
             state = "missing" if row is None else row["state"]
@@ -348,11 +382,23 @@ def _lease_overlap(ix: _Index) -> Iterable[Violation]:
                                 [claim, *previous, invoke, done])
 
 
-def _attempts(ix: _Index, policy: RetryPolicy | None) -> Iterable[Violation]:
+def _drawn_delays(ix: _Index) -> dict[str, dict]:
+    """token -> the fail report that drew its retry delay. The recorder (`instrument`)
+    writes the delay on the report's completion (`jobs.fail` draws it while it runs), so it
+    is read there; an invoke that carries one (a hand-written history) counts too."""
     delays = {}
-    for invoke, _done in ix.reports:
-        if invoke["f"] == "fail" and invoke.get("delay") is not None:
-            delays[invoke["token"]] = invoke
+    for invoke, done in ix.reports:
+        if invoke["f"] != "fail":
+            continue
+        for op in (done, invoke):
+            if op.get("delay") is not None:
+                delays[invoke["token"]] = op
+                break
+    return delays
+
+
+def _attempts(ix: _Index, policy: RetryPolicy | None) -> Iterable[Violation]:
+    delays = _drawn_delays(ix)
     for job_id, row in sorted(ix.jobs.items()):
         rows = ix.attempts[job_id]
         numbers = [a["attempt"] for a in rows]
@@ -423,6 +469,8 @@ def _expired_leases(ix: _Index) -> list[tuple[float, float]]:
     the claim takes expired leases oldest first, so an older one is served first."""
     found = []
     for job_id, rows in ix.attempts.items():
+        if not rows:
+            continue  # a job never claimed (cancelled while pending)
         for a, b in zip(rows, [*rows[1:], None], strict=True):
             if a["outcome"] != "expired" or a["finished_at"] is None:
                 continue
@@ -462,7 +510,7 @@ def _first_free_slot(ix: _Index, after: float, concurrency: int | None,
         # Up from its first answered statement (connected, registered), not from its start.
         if op["type"] == "ok" and who in workers and who not in gone:
             up.add(who)
-        if f in ("kill", "terminate"):
+        if f in ("kill", "terminate", "exit"):
             gone.add(op.get("target"))
             up.discard(op.get("target"))
         elif f == "pause":
@@ -489,7 +537,7 @@ def _reclaim(ix: _Index, poll: float, slack: float,
             continue
         at, victim = kill["time"], kill["target"]
         for token, claim in ix.claims.items():
-            if claim["process"] != victim or claim["from"] > at:
+            if claim["process"] != victim or (ix.start_of(token) or claim["from"]) > at:
                 continue
             row = ix.attempt_of.get(token)
             if row is None:
@@ -550,6 +598,122 @@ def _tenant_cap(ix: _Index, cap: int) -> Iterable[Violation]:
                 break
 
 
+def _lease_length(ix: _Index) -> Iterable[Violation]:
+    for token, claim in ix.claims.items():
+        row = ix.attempt_of.get(token)
+        if row is None or claim.get("until") is None:
+            continue
+        length = claim["until"] - row["started_at"]
+        if abs(length - ix.lease) > LEASE_TOLERANCE * ix.lease + EPSILON:
+            yield Violation("lease-length", claim["job"],
+                            f"attempt {claim['attempt']} of job {claim['job']} was claimed "
+                            f"with a lease of {length:.3f} s by the database clock, not "
+                            f"{ix.lease:g} s (a lease computed from another clock, or of "
+                            "another length)", [claim, _row("attempts", row)])
+
+
+def _terminal_left(ix: _Index) -> Iterable[Violation]:
+    retries: dict[int, int] = defaultdict(int)
+    for row in ix.snap.get("audit", []):
+        if row.get("action") == "retry":
+            retries[row["job_id"]] += 1
+    used: dict[int, int] = defaultdict(int)
+    for change in sorted(ix.snap.get("transitions", []), key=lambda r: (r["at"], r["id"])):
+        old, new, job_id = change["old_state"], change["new_state"], change["job_id"]
+        if old not in TERMINAL:
+            continue
+        if old == "failed" and new == "pending" and used[job_id] < retries[job_id]:
+            used[job_id] += 1  # an operator's audited retry
+            continue
+        result = ix.results.get(job_id)
+        token = (result or {}).get("lease_token") if new == "done" else None
+        yield Violation("terminal-left", job_id,
+                        f"job {job_id} left its terminal state {old} for {new} "
+                        "without an audited retry",
+                        [_row("transitions", change), *(ix.witness_claim(token) if token else []),
+                         *([_row("results", result)] if token else [])])
+
+
+def _worker_died(ix: _Index) -> Iterable[Violation]:
+    for op in ix.ops:
+        if op["f"] == "exit" and op.get("cause") == "error":
+            yield Violation("worker-died", None,
+                            f"worker {op.get('target')} died of an error (exit status "
+                            f"{op.get('status')}): {op.get('line') or 'no log line'}", [op])
+
+
+def unsettled(snapshot: dict, cause: str) -> list[dict[str, Any]]:
+    """The jobs a run cut short left pending or running: inconclusive, with `cause`, never
+    counted as lost (the run ended before the queue could settle them)."""
+    return [{"job": r["job_id"], "state": r["state"], "attempts": r["attempts"], "cause": cause}
+            for r in snapshot.get("jobs", []) if r["state"] in ("pending", "running")]
+
+
+def opportunities(ops: list[dict], snapshot: dict, *, lease: float,
+                  tenant_cap: int | None = None) -> dict[str, dict[str, Any]]:
+    """Per check, how many situations of the run it judged (`count`) and what they were
+    (`what`): a check whose count is 0 could not have fired in this run, whatever the
+    queue did."""
+    ix = _Index(list(ops), snapshot, lease)
+    late_reports = 0
+    for invoke, _done in ix.reports:
+        token, job_id, sent = invoke["token"], invoke["job"], invoke["time"]
+        mine = ix.attempt_of.get(token) or {}
+        later = any(a["attempt"] > mine.get("attempt", invoke.get("attempt") or 0)
+                    and a["started_at"] < sent for a in ix.attempts.get(job_id, []))
+        bounds = ix.lease_bounds(token, before=sent)
+        job = ix.jobs.get(job_id) or {}
+        ended = (job.get("state") in ("failed", "cancelled") and job.get("finished_at")
+                 and job["finished_at"] < sent)
+        if later or ended or (bounds is not None and sent > bounds[1] + EPSILON):
+            late_reports += 1
+    late_renewals = sum(1 for _i, done in ix.renews if done["type"] == "ok"
+                        for token in _i.get("tokens", [])
+                        if (b := ix.lease_bounds(token, before=done["db_before"])) is not None
+                        and done["db_before"] > b[1] + EPSILON)
+    takeovers = sum(1 for rows in ix.attempts.values() for a in rows[:-1]
+                    if a["outcome"] == "expired")
+    retries = sum(1 for rows in ix.attempts.values() for a, b in zip(rows, rows[1:], strict=False)
+                  if a["outcome"] == "retry" and a["lease_token"] in _drawn_delays(ix))
+    capped = sum(1 for row in ix.jobs.values()
+                 if row["attempts"] - row["handbacks"] >= row["max_attempts"])
+    expired_last = sum(1 for row in ix.jobs.values() for a in ix.attempts.get(row["job_id"], [])
+                       if a["outcome"] == "expired"
+                       and a["attempt"] - row["handbacks"] >= row["max_attempts"])
+    terminal_touch = late_reports + sum(1 for op in ix.ops if op["f"] == "cancel"
+                                        and op.get("outcome") == "accepted")
+    kills = [op for op in ix.nemesis if op["f"] == "kill"]
+    held_by_killed = sum(1 for k in kills for c in ix.claims.values()
+                         if c["process"] == k.get("target") and c["time"] <= k["time"])
+    contended = sum(1 for op in ix.ops if op["f"] == "contend")
+    found = {
+        "lost": (len(ix.submits), "jobs submitted"),
+        "unexpected": (len(ix.claims), "claims answered"),
+        "one-result": (sum(1 for r in ix.jobs.values() if len(ix.attempts.get(r["job_id"], [])) > 1),
+                       "jobs run more than once"),
+        "ambiguous-as-failure": (sum(1 for _i, d in ix.reports if d["type"] == "unknown"),
+                                 "reports whose answer was lost"),
+        "false-success": (sum(1 for _i, d in ix.reports if d["type"] == "unknown"),
+                          "reports whose answer was lost"),
+        "stale-accepted": (late_reports, "reports sent with a lease that had run out, been "
+                           "taken over, or whose job had been failed or cancelled"),
+        "lease-overlap": (takeovers + contended, "takeovers of an expired lease and claims "
+                          "contending for one row"),
+        "renew-after-expiry": (late_renewals, "renewals sent after their lease ran out"),
+        "lease-length": (len(ix.claims), "claims answered"),
+        "attempts": (capped + expired_last, "jobs that used up their attempts, and leases "
+                     "that expired on a last attempt"),
+        "retry-delay": (retries, "retries after a drawn delay"),
+        "side-effect": (len(ix.effects), "effects attempted"),
+        "reclaim": (held_by_killed, "jobs held by a killed worker"),
+        "terminal-left": (terminal_touch, "reports after a job's end and cancellations"),
+        "worker-died": (sum(1 for op in ix.ops if op["f"] == "exit"), "worker processes ended"),
+    }
+    if tenant_cap is not None:
+        found["tenant-cap"] = (len(ix.attempts), "jobs claimed fairly")
+    return {name: {"count": n, "what": what} for name, (n, what) in found.items()}
+
+
 def unknowns(ops: list[dict], snapshot: dict) -> list[dict[str, Any]]:
     """Every report whose answer was lost (`unknown`), with what the snapshot says it did
     (`accepted`) and the worker's own verdict on that attempt afterwards (`verdict`)."""
@@ -564,7 +728,7 @@ def unknowns(ops: list[dict], snapshot: dict) -> list[dict[str, Any]]:
 def check(ops: list[dict], snapshot: dict, *, lease: float, poll: float,
           policy: RetryPolicy | None = None, slack: float = 1.0,
           concurrency: int | None = None, tenant_cap: int | None = None,
-          only: Iterable[str] | None = None) -> list[Violation]:
+          only: Iterable[str] | None = None, cut_short: str | None = None) -> list[Violation]:
     """Every violation of the history `ops` with its final `snapshot`, check by check.
 
     `lease` and `poll` are the workers' settings; `policy` the retry policy they failed
@@ -573,17 +737,23 @@ def check(ops: list[dict], snapshot: dict, *, lease: float, poll: float,
     `concurrency` the jobs each worker runs at once: the reclaim clock then starts when
     some worker had a free slot (None: at once). `tenant_cap`: the fair claim's per-tenant
     cap the workers ran with (None: check 8 is not run).
-    `only` limits the run to some checks by name.
+    `only` limits the run to some checks by name. `cut_short`: why the run ended before
+    every job settled (None: it did not); pending and running jobs are then inconclusive
+    (`unsettled`), not lost.
     """
     ix = _Index(list(ops), snapshot, lease)
     found: list[Violation] = []
-    groups = [("lost", lambda: _lost_or_unexpected(ix)), ("lost", lambda: _lost_claims(ix)),
+    groups = [("lost", lambda: _lost_or_unexpected(ix, cut_short)),
+              ("lost", lambda: _lost_claims(ix)),
               ("one-result", lambda: _one_result(ix)),
               ("stale-accepted", lambda: _stale_accepted(ix)),
               ("lease-overlap", lambda: _lease_overlap(ix)),
               ("attempts", lambda: _attempts(ix, policy)),
               ("side-effect", lambda: _side_effects(ix)),
-              ("reclaim", lambda: _reclaim(ix, poll, slack, concurrency))]
+              ("reclaim", lambda: _reclaim(ix, poll, slack, concurrency)),
+              ("lease-length", lambda: _lease_length(ix)),
+              ("terminal-left", lambda: _terminal_left(ix)),
+              ("worker-died", lambda: _worker_died(ix))]
     if tenant_cap is not None:
         groups.append(("tenant-cap", lambda: _tenant_cap(ix, tenant_cap)))
     wanted = None if only is None else set(only)

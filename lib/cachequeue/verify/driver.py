@@ -7,21 +7,29 @@ What `run` does, bounded in jobs and in seconds:
 1. starts a private throw-away server (`embedded.Server.private()`), installs the queue
    and the side-effect store in schema `verify`, and puts the fault proxy (`proxy.Proxy`)
    in front of it: workers reach the queue only through the proxy;
-2. starts `workers` processes of `verify.workerproc` (the real `queue.Worker`, recorded;
-   a mutant's functions if `variant` names one) and submits `jobs` jobs (seeded: how long
-   each works, whether its first attempt fails);
-3. runs the nemesis, a seeded plan of faults of the kinds in `faults`, each recorded:
+2. runs the prober (`verify.prober`, one recorded process with the variant's functions)
+   to its end: its own jobs walk through the situation of every check, on every seed;
+3. starts `workers` processes of `verify.workerproc` (the real `queue.Worker`, recorded;
+   a mutant's functions if `variant` names one; each with its clock a seeded few leases
+   off the database's) and submits `jobs` jobs (seeded: how long each works, whether its
+   first attempt fails);
+4. runs the nemesis, a seeded plan of faults of the kinds in `faults`, each recorded:
    `kill` (SIGKILL a worker; a new one takes its place), `pause` (SIGSTOP past the lease,
    then SIGCONT), `terminate` (SIGTERM: a graceful stop; a new worker takes its place),
    `restart` (an immediate restart of PostgreSQL), `cut` (the ambiguous commit: the proxy
    cuts a connection after a finish committed and before its reply arrived), `blackhole`
    (a partition between every worker and the server, longer than the lease, then the
    connections are cut), `delay` (every packet waits a while);
-4. waits until every job is done or failed (or `time_limit` passed), stops the workers,
-   takes the snapshot and checks the history (`checks.check`).
+5. drains: once the nemesis and the submissions are over, waits until every job is
+   settled, `time_limit` passed or no worker is left alive; stops the workers (each
+   process's end is recorded as an `exit` operation: one that died of an error is a
+   violation), takes the snapshot and checks the history (`checks.check`).
 
 The result is a plain dict: the settings, the figures (operations, faults by kind, jobs by
-state, seconds) and `violations` (each with `check` and `witness`).
+state, seconds), `violations` (each with `check` and `witness`), `fired` (their checks),
+`verdict` ("pass", "violations" or "inconclusive": cut short with jobs unsettled, listed
+in `inconclusive` with `cut_short`, the cause) and `opportunities` (per check, the
+situations it judged; `without_opportunity` names those with none).
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -42,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import db, sqlfile
-from ..checks import check_int, check_seconds
+from ..checks import check_bool, check_int, check_seconds
 from ..embedded import Server
 from ..queue import jobs as queue_jobs
 from ..queue import registry, schema
@@ -56,6 +65,7 @@ __all__ = ["FAULTS", "SCHEMA", "Settings", "run"]
 FAULTS = ("kill", "pause", "terminate", "restart", "cut", "blackhole", "delay")
 SCHEMA = "verify"
 _QUERIES = sqlfile.load(__package__, "driver.sql")
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Violation|Exit)\w*(:|$)")
 FINISH_MARKER = b"job_results"  # in the text of every finish statement, real or mutant
 
 
@@ -78,21 +88,31 @@ def _install(conn) -> None:
 
 
 class _Fleet:
-    """The worker processes: start, replace, signal, stop."""
+    """The worker processes: start, replace, signal, stop, and how each one ended."""
 
     def __init__(self, cfg: dict, workdir: Path, rec: history.Recorder) -> None:
         self.cfg, self.workdir, self.rec = cfg, workdir, rec
         self.procs: dict[str, subprocess.Popen] = {}
         self.paused: set[str] = set()
         self.dead: set[str] = set()  # signalled to die: not a victim any more
+        self.stopping = False  # stop_all has begun: a SIGTERM of ours, not a crash
+        self.forced: set[str] = set()  # killed by stop_all after its timeout
+        self.reaped: set[str] = set()
         self.started = 0
         self._lock = threading.Lock()
+        # Each worker's clock is off the database's by a seeded few leases (only the
+        # worker-clock mutant reads a worker's clock; the real queue never does).
+        self._skews = random.Random(cfg["seed"] * 7919)
 
-    def spawn(self) -> str:
+    def spawn(self, name: str | None = None, **extra: Any) -> str:
         with self._lock:
             self.started += 1
-            name = f"w{self.started}"
-        cfg = dict(self.cfg, name=name, seed=self.cfg["seed"] * 1000 + self.started)
+            name = name or f"w{self.started}"
+        skew = extra.pop("clock_skew", None)
+        if skew is None:
+            skew = round(self._skews.uniform(-3.0, 3.0) * self.cfg["lease"], 3)
+        cfg = dict(self.cfg, name=name, seed=self.cfg["seed"] * 1000 + self.started,
+                   clock_skew=skew, **extra)
         log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - the process owns it
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         proc = subprocess.Popen([sys.executable, "-m", "cachequeue.verify.workerproc",
@@ -111,7 +131,56 @@ class _Fleet:
         with contextlib.suppress(ProcessLookupError):
             self.procs[name].send_signal(sig)
 
+    def alive(self) -> list[str]:
+        """Processes not yet ended (paused ones included)."""
+        with self._lock:
+            return [n for n, p in self.procs.items() if p.poll() is None]
+
+    def last_line(self, name: str) -> str:
+        """The last line of a process's log (a traceback's last line names the error)."""
+        try:
+            text = (self.workdir / f"{name}.log").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        # A traceback's exception line (module.Error: message), with the line after it
+        # (psycopg's DETAIL), else the last line.
+        for n in range(len(lines) - 1, -1, -1):
+            if _EXCEPTION_LINE.match(lines[n]):
+                detail = lines[n + 1] if n + 1 < len(lines) else ""
+                short = detail.startswith("DETAIL:") and len(detail) <= 120
+                return (lines[n] + (" " + detail if short else ""))[:500]
+        return lines[-1][:500] if lines else ""
+
+    def reap(self) -> list[str]:
+        """Record an `exit` operation for every process that ended since the last call:
+        `cause` is `nemesis` (killed or terminated by the nemesis), `stopped` (the run's
+        own stop), `forced` (the run's stop had to kill it) or `error` (it died by itself:
+        a violation, check 10). The names of the processes that died of an error."""
+        errors = []
+        with self._lock:
+            procs = dict(self.procs)
+        for name, proc in procs.items():
+            status = proc.poll()
+            if status is None or name in self.reaped:
+                continue
+            self.reaped.add(name)
+            if name in self.dead:
+                cause = "nemesis"
+            elif name in self.forced:
+                cause = "forced"
+            elif status == 0 or (self.stopping and status == -signal.SIGTERM):
+                cause = "stopped"
+            else:
+                cause = "error"
+                errors.append(name)
+            self.rec.op("info", "exit", target=name, pid=proc.pid, status=status, cause=cause,
+                        line=self.last_line(name) if cause == "error" else None)
+        return errors
+
     def stop_all(self, timeout: float = 10.0) -> None:
+        self.reap()  # what ended before the stop ended by itself
+        self.stopping = True
         with self._lock:
             procs = dict(self.procs)
         for proc in procs.values():
@@ -120,12 +189,14 @@ class _Fleet:
                     proc.send_signal(signal.SIGCONT)
                     proc.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        for proc in procs.values():
+        for name, proc in procs.items():
             try:
                 proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
+                self.forced.add(name)
                 proc.kill()
                 proc.wait()
+        self.reap()
 
 
 def _plan(rng: random.Random, faults: Iterable[str], window: float, per_kind: int,
@@ -290,7 +361,7 @@ def _wait_for_claims(path: Path, workers: int, deadline: float) -> None:
     fleet still importing its modules shows nothing), or until `deadline`."""
     while time.monotonic() < deadline:
         ops = history.read(path)
-        started = sum(op["f"] == "started" for op in ops)
+        started = sum(op["f"] == "started" and op["process"] != "probe" for op in ops)
         if started >= workers and any(op["f"] == "claim" and op.get("token") for op in ops):
             return
         time.sleep(0.1)
@@ -300,7 +371,7 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
         faults: Iterable[str] = FAULTS, per_kind: int = 2, time_limit: float = 60.0,
         fault_window: float | None = None, workdir: str | os.PathLike | None = None,
         keep: bool = False, server: Server | None = None, tenants: int = 1,
-        tenant_cap: int | None = None) -> dict[str, Any]:
+        tenant_cap: int | None = None, probe: bool = True) -> dict[str, Any]:
     """Run one seeded verify run and check it; the result (see the module docstring).
 
     `per_kind` faults of each kind land within the first `fault_window` seconds after the
@@ -313,6 +384,13 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
     server that holds anything else, since the nemesis restarts it. The jobs belong to
     `tenants` tenants in turn; `tenant_cap` makes the workers claim fairly with that cap per
     tenant (`Worker(fair=True, tenant_cap=...)`) and the checker check it (check 8).
+    `probe` runs the prober (`verify.prober`) before the fleet: every check then has its
+    situation on every seed.
+
+    After the nemesis and the submissions end, the workers drain: the run waits until every
+    job settled, the time limit passed, or no worker is left alive. A run that ended with
+    jobs unsettled is cut short: those jobs are `inconclusive` (with `cut_short`, the
+    cause), not lost, and the `verdict` is "inconclusive" unless a violation was found.
     """
     from ..checks import check_choice
 
@@ -325,6 +403,7 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
     if tenant_cap is not None:
         check_int(tenant_cap, "tenant_cap", minimum=1, maximum=1000)
     check_seconds(time_limit, "time_limit")
+    check_bool(probe, "probe")
     faults = tuple(faults)
     for kind in faults:
         check_choice(kind, "fault", FAULTS)
@@ -351,7 +430,10 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
                faults=list(faults), lease=s.lease, poll=s.poll)
         fleet = _Fleet(cfg, folder, rec)
         nemesis = _Nemesis(fleet, server, proxy, rec, random.Random(seed + 1), s.lease)
+        cut_short = None
         try:
+            if probe:
+                _probe(fleet, began + time_limit / 2)
             for _ in range(workers):
                 fleet.spawn()
             # Most jobs are short; with pauses or partitions on, one in four outlives them
@@ -377,15 +459,33 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
             feeder.start()
             deadline = began + time_limit
             unsettled = jobs
+            draining = False
             while time.monotonic() < deadline:
                 time.sleep(0.25)
+                fleet.reap()
                 if thread.is_alive() or feeder.is_alive():
                     continue
+                if not draining:
+                    # The recovery and drain phase: the nemesis has stopped; the workers
+                    # may settle what is left until the time limit, and only then is
+                    # anything unsettled judged (as inconclusive, never as lost).
+                    draining = True
+                    rec.op("info", "drain", seconds_left=round(deadline - time.monotonic(), 3))
                 with contextlib.suppress(Exception), db.connect(SCHEMA, url=server.url) as conn:
                     unsettled = conn.execute(_QUERIES["unsettled"].sql).fetchone()[0]
                 if unsettled == 0:
                     break
+                if not fleet.alive():
+                    cut_short = f"no worker process was left alive, {unsettled} jobs unsettled"
+                    break
+            else:
+                with contextlib.suppress(Exception), db.connect(SCHEMA, url=server.url) as conn:
+                    unsettled = conn.execute(_QUERIES["unsettled"].sql).fetchone()[0]
+                if unsettled:
+                    cut_short = (f"the time limit of {time_limit:g} s passed with {unsettled} "
+                                 "jobs unsettled")
             thread.join(timeout=max(0.0, deadline - time.monotonic()) + 10)
+            rec.op("info", "drained", unsettled=unsettled, cut_short=cut_short)
         finally:
             fleet.stop_all()
             proxy.close()
@@ -396,7 +496,9 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
     ops = history.read(path)
     found = checks.check(ops, snap, lease=s.lease, poll=s.poll,
                          policy=instrument_policy(s.policy), slack=s.slack,
-                         concurrency=s.concurrency, tenant_cap=tenant_cap)
+                         concurrency=s.concurrency, tenant_cap=tenant_cap, cut_short=cut_short)
+    inconclusive = checks.unsettled(snap, cut_short) if cut_short else []
+    chances = checks.opportunities(ops, snap, lease=s.lease, tenant_cap=tenant_cap)
     counts = Counter(op["f"] for op in ops if op["type"] == "info")
     lost_answers = checks.unknowns(ops, snap)
     result = {
@@ -421,7 +523,15 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
                                               if u["accepted"]))},
         "unsettled_at_end": unsettled,
         "seconds": round(time.monotonic() - began, 2),
+        "verdict": "violations" if found else "inconclusive" if inconclusive else "pass",
         "violations": [v.as_dict() for v in found],
+        "fired": sorted({v.check for v in found}),
+        # Cut short: the jobs left unsettled and why (never counted as lost).
+        "cut_short": cut_short,
+        "inconclusive": inconclusive,
+        # Per check, the situations it judged; a check with none could not have fired.
+        "opportunities": chances,
+        "without_opportunity": sorted(n for n, c in chances.items() if c["count"] == 0),
     }
     if keep or not own_dir:
         result["history"] = str(path)
@@ -434,6 +544,20 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
         import shutil
         shutil.rmtree(folder, ignore_errors=True)
     return result
+
+
+def _probe(fleet: _Fleet, deadline: float) -> None:
+    """Run the prober (`verify.prober`) before the fleet starts and wait for it to end (its
+    exit is recorded like any worker's: one that dies of an error is a violation)."""
+    name = fleet.spawn("probe", role="prober", clock_skew=3600.0)
+    proc = fleet.procs[name]
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(max(1.0, deadline - time.monotonic()))
+    if proc.poll() is None:
+        fleet.dead.add(name)  # out of time: ended by the run, not by itself
+        proc.kill()
+        proc.wait()
+    fleet.reap()
 
 
 def instrument_policy(policy: dict):

@@ -105,8 +105,10 @@ def write(path: str | os.PathLike, ops: Iterable[dict[str, Any]]) -> None:
 
 def snapshot(conn: psycopg.Connection, *, effects: bool = True) -> dict[str, list[dict]]:
     """The queue's tables at the end of a run, as plain values (times in epoch seconds):
-    jobs, attempts, results, and (with `effects`) the side-effect store of `driver`."""
-    names = ["jobs", "attempts", "results"] + (["effects"] if effects else [])
+    jobs, attempts, results, the audit rows, and (with `effects`) the side-effect store and
+    the recorded state changes out of a terminal state of `driver`'s tables."""
+    names = ["jobs", "attempts", "results", "audit"] + (
+        ["effects", "transitions"] if effects else [])
     found = {}
     with conn.cursor(row_factory=dict_row) as cur:
         for name in names:

@@ -12,7 +12,21 @@ prevents:
   pending, everyone else's included;
 - `unfenced-batch`: the batched completion checks only the job id, as River's and
   pgqueuer's batches do;
-- `heartbeat-after-expiry`: the heartbeat renews a lease that already ran out.
+- `heartbeat-after-expiry`: the heartbeat renews a lease that already ran out;
+- `no-backoff`: the claim takes a pending job whether or not its `run_after` has come, so
+  a retry runs before its backoff (check 5, retry-delay);
+- `finish-unheld`: the finish accepts a job its caller no longer holds, when nobody holds
+  it (a token check that tolerates NULL, no state check): a job the sweep failed, or that
+  was cancelled, turns done (checks 9 and 2);
+- `unlocked-claim`: the claim reads its candidates without locking them (no FOR UPDATE
+  SKIP LOCKED; River #1302's shape): two claims contending for one row both take it
+  (check 4);
+- `worker-clock`: the claim computes the lease end from the worker's clock instead of the
+  database's (`set_worker_clock`: the worker's offset from the database's clock), so a
+  worker whose clock is off sets leases of the wrong length (check 4, lease-length);
+- `uncounted-takeover`: the takeover of an expired lease does not count the attempt: the
+  attempt row it opens collides with the previous one's and the worker dies of the
+  unique violation (check 10, worker-died).
 
 And one variant that is not ours: `custom`, a claim and a finish written by someone else
 (the learner's lab of chapter 06), given as SQL text. `write_custom(folder, claim, finish)`
@@ -35,23 +49,25 @@ import re
 import threading
 import time
 from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
 from .. import sqlfile
-from ..checks import check_choice
+from ..checks import check_choice, check_finite
 from ..queue import jobs, registry
 from ..queue.limits import check_kinds, check_lease, to_json
 
 __all__ = ["CUSTOM", "CUSTOM_FILE", "CUSTOM_PARAMETERS", "MUTANTS", "REAL", "VARIANTS",
            "check_custom", "claim_read", "install", "load_custom", "on_shutdown",
-           "read_candidates", "try_custom", "write_custom"]
+           "read_candidates", "set_worker_clock", "try_custom", "write_custom"]
 
 REAL = "real"
 MUTANTS = ("no-token-check", "read-then-claim", "reset-on-shutdown", "unfenced-batch",
-           "heartbeat-after-expiry")
+           "heartbeat-after-expiry", "no-backoff", "finish-unheld", "unlocked-claim",
+           "worker-clock", "uncounted-takeover")
 CUSTOM = "custom"
 VARIANTS = (REAL, *MUTANTS, CUSTOM)
 CUSTOM_FILE = "custom.sql"
@@ -89,6 +105,30 @@ _MUTANT_STATEMENTS = {
     # heartbeat-after-expiry: a lease that already ran out is renewed too
     "beat_after_expiry": ("registry.sql", "beat", (
         "\n      AND j.locked_until > (SELECT now FROM clock)",)),
+    # no-backoff: a pending job is taken whether or not its run_after has come
+    "claim_no_backoff": ("queries.sql", "claim", ((
+        "AND state = 'pending' AND run_after <= (SELECT now FROM clock)\n      AND (%(kinds)s",
+        "AND state = 'pending'\n      AND (%(kinds)s"),)),
+    # finish-unheld: a job nobody holds (failed by the sweep, cancelled) is taken as held
+    "finish_many_unheld": ("queries.sql", "finish_many", ((
+        " AND j.lease_token = g.lease_token AND j.state = 'running'\n"
+        "      AND j.locked_until > (SELECT now FROM clock)",
+        " AND (j.lease_token = g.lease_token OR j.lease_token IS NULL)"),)),
+    # unlocked-claim: the candidates are read without row locks (River #1302)
+    "claim_unlocked": ("queries.sql", "claim", (
+        ("ORDER BY locked_until, id\n    LIMIT (SELECT %(limit)s::integer)\n    FOR UPDATE SKIP LOCKED",
+         "ORDER BY locked_until, id\n    LIMIT (SELECT %(limit)s::integer)"),
+        ("ORDER BY run_after, id\n    LIMIT (SELECT %(limit)s::integer)\n    FOR UPDATE SKIP LOCKED",
+         "ORDER BY run_after, id\n    LIMIT (SELECT %(limit)s::integer)"))),
+    # worker-clock: the lease ends the lease after the WORKER's now, not the database's
+    "claim_worker_clock": ("queries.sql", "claim", ((
+        "locked_until = (SELECT now FROM clock) + %(lease)s",
+        "locked_until = %(worker_now)s::timestamptz + %(lease)s"),)),
+    # uncounted-takeover: taking over an expired lease does not count the attempt
+    "claim_uncounted": ("queries.sql", "claim", ((
+        "attempts = j.attempts + 1, lease_token = gen_random_uuid()",
+        "attempts = j.attempts + CASE WHEN j.state = 'running' THEN 0 ELSE 1 END,\n"
+        "        lease_token = gen_random_uuid()"),)),
 }
 
 
@@ -99,11 +139,40 @@ def mutant_sql(name: str) -> str:
     file, real, cuts = _MUTANT_STATEMENTS[name]
     sql = _REAL[file][real].sql
     for cut in cuts:
-        if sql.count(cut) != 1:
-            raise RuntimeError(f"mutant {name}: {cut.strip()!r} is not once in {real} of "
+        old, new = cut if isinstance(cut, tuple) else (cut, "")
+        if sql.count(old) != 1:
+            raise RuntimeError(f"mutant {name}: {old.strip()!r} is not once in {real} of "
                                f"queue/sql/{file}; update verify.variants to match it")
-        sql = sql.replace(cut, "")
+        sql = sql.replace(old, new)
     return sql
+
+
+# The worker's clock minus the database's, in seconds (worker-clock reads it; nothing else
+# in the queue reads a worker's clock).
+_worker_clock = {"skew": 0.0}
+
+
+def set_worker_clock(skew: float) -> None:
+    """Set how far this process's clock is ahead of the database's (negative: behind),
+    in seconds, at most a day either way."""
+    skew = check_finite(skew, "skew")
+    if abs(skew) > 86_400:
+        raise ValueError(f"skew must be within a day (86400 s) either way, got {skew!r}")
+    _worker_clock["skew"] = skew
+
+
+def _claim_many_by(name: str):
+    statement = mutant_sql(name)
+
+    def claim_many(conn: psycopg.Connection, limit: int, *, lease: float = 30.0,
+                   kinds: Iterable[str] | None = None,
+                   worker: str | None = None) -> list[jobs.Claim]:
+        worker_now = datetime.now(UTC) + timedelta(seconds=_worker_clock["skew"])
+        rows = conn.execute(statement, {
+            "limit": limit, "lease": check_lease(lease), "kinds": check_kinds(kinds),
+            "worker": worker, "chosen": None, "worker_now": worker_now}).fetchall()
+        return [jobs.Claim(*row) for row in rows]
+    return claim_many
 
 
 def _finish_many_by(name: str):
@@ -298,9 +367,13 @@ def _custom_functions(folder: str | Path):
     def claim_many(conn: psycopg.Connection, limit: int, *, lease: float = 30.0,
                    kinds: Iterable[str] | None = None,
                    worker: str | None = None) -> list[jobs.Claim]:
-        conn.execute(_QUERIES["give_up_exhausted"].sql)
         rows = conn.execute(claim_sql, {"limit": limit, "lease": check_lease(lease),
                                         "kinds": check_kinds(kinds), "worker": worker}).fetchall()
+        # The sweep of expired leases with no attempt left comes AFTER the learner's claim,
+        # never before it: before, it would fail those jobs first and hide a claim that
+        # forgot the cap (attempts - handbacks < max_attempts). After, it only settles
+        # the jobs a correct claim leaves alone.
+        conn.execute(_QUERIES["give_up_exhausted"].sql)
         return [jobs.Claim(*row) for row in rows]
 
     def finish_one(conn: psycopg.Connection, claim: jobs.Claim, output: Any) -> bool:
@@ -333,6 +406,15 @@ def install(variant: str, *, folder: str | Path | None = None) -> None:
         jobs.claim_many = _claim_many_read_then_claim
     elif variant == "heartbeat-after-expiry":
         registry.beat = _beat_after_expiry
+    elif variant in _CLAIM_MUTANTS:
+        jobs.claim_many = _claim_many_by(_CLAIM_MUTANTS[variant])
+    elif variant == "finish-unheld":
+        jobs.finish_many = _finish_many_by("finish_many_unheld")
+        jobs.finish = _finish_by(jobs.finish_many)
+
+
+_CLAIM_MUTANTS = {"no-backoff": "claim_no_backoff", "unlocked-claim": "claim_unlocked",
+                  "worker-clock": "claim_worker_clock", "uncounted-takeover": "claim_uncounted"}
 
 
 def on_shutdown(variant: str, conn: psycopg.Connection) -> int:

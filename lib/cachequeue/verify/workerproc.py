@@ -9,6 +9,9 @@ The handler (`verify_effect`) works `payload.work` seconds, fails its first
 `payload.fails` attempts (a retryable error), then applies its side effect keyed by
 `payload.key` (idempotent, `sql/driver.sql`) unless its lease was lost meanwhile.
 A `custom` worker loads its claim and finish from custom.sql next to the history file.
+`role: "prober"` runs the prober's scenarios (`verify.prober`) instead of a Worker;
+`clock_skew` is how far this process's clock is ahead of the database's (only the
+`worker-clock` mutant reads a worker's clock).
 SIGTERM stops the worker gracefully (`Worker.stop()`); a `reset-on-shutdown` worker first
 does what that mutant does.
 """
@@ -27,7 +30,7 @@ from typing import Any
 from .. import db, sqlfile
 from ..queue.retry import RetryableError
 from ..queue.worker import Worker
-from . import instrument, variants
+from . import instrument, prober, variants
 from .history import Recorder
 
 __all__ = ["main"]
@@ -63,8 +66,15 @@ def main(argv: list[str] | None = None) -> int:
     cfg = json.loads((argv if argv is not None else sys.argv[1:])[0])
     rec = Recorder(cfg["history"], cfg["name"])
     variants.install(cfg["variant"], folder=Path(cfg["history"]).parent)
+    variants.set_worker_clock(cfg.get("clock_skew", 0.0))
     instrument.install(rec)
     instrument.verdicts(rec)
+    if cfg.get("role") == "prober":
+        rec.op("info", "started", pid=os.getpid())
+        prober.probe(cfg, rec, instrument.RecordingPolicy(**cfg["policy"]))
+        rec.op("info", "stopped")
+        rec.close()
+        return 0
     effects = _Effects(cfg["url"], cfg["schema"], rec)
 
     def handle(payload: dict, ctx: Any) -> dict:
@@ -81,7 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         return db.connect(cfg["schema"], url=cfg["proxy_url"], prepare_threshold=None,
                           connect_timeout=3)
 
-    worker = Worker(connect, {KIND: handle}, name=cfg["name"],
+    def probe_job(payload: dict) -> dict:  # the prober's jobs, if one is left to the fleet
+        return {"probe": payload.get("probe")}
+
+    worker = Worker(connect, {KIND: handle, prober.PROBE_KIND: probe_job}, name=cfg["name"],
                     concurrency=cfg["concurrency"], lease=cfg["lease"], poll=cfg["poll"],
                     shutdown_timeout=cfg.get("shutdown_timeout", 0.5),
                     policy=instrument.RecordingPolicy(**cfg["policy"]),

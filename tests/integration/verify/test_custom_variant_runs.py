@@ -121,5 +121,5 @@ def test_a_seeded_run_passes_the_good_finish_and_catches_the_one_without_a_token
         # (item 5 keeps the attempts within that cap): two pauses aim at long jobs' holders
         # and two blackholes expire every lease in flight, one fault at a time (seen: 4 of 12
         # on two loaded cores). A finish that refused good reports would leave most failed.
-        assert found == set() and set(result["states"]) <= {"done", "failed"}, result
+        assert found == set() and set(result["states"]) <= {"done", "failed", "cancelled"}, result
         assert result["states"].get("done", 0) >= 12 // 2, result["states"]

@@ -80,3 +80,15 @@ def test_a_hand_edited_file_is_checked_again(tmp_path):
     (tmp_path / variants.CUSTOM_FILE).write_text(f"-- name: claim\n-- a claim\n{CLAIM}\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"exactly the queries claim and finish, it has \['claim'\]"):
         variants.load_custom(tmp_path)
+
+
+def test_the_worker_clock_refuses_what_is_not_a_clock_offset():
+    with pytest.raises(TypeError, match="skew"):
+        variants.set_worker_clock("3600")
+    with pytest.raises(ValueError, match="skew"):
+        variants.set_worker_clock(float("nan"))
+    with pytest.raises(ValueError, match="within a day"):
+        variants.set_worker_clock(10 ** 6)
+    variants.set_worker_clock(-2.5)
+    assert variants._worker_clock["skew"] == -2.5
+    variants.set_worker_clock(0.0)

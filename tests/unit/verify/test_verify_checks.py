@@ -26,11 +26,17 @@ def claim(time, token, attempt, process="w1", job=1):
                token=token, **{"from": T + time, "until": T + time + LEASE}, lease=LEASE)]
 
 
-def report(f, time, token, attempt, outcome="accepted", process="w1", job=1, type_="ok", **extra):
+def report(f, time, token, attempt, outcome="accepted", process="w1", job=1, type_="ok",
+           delay=None, **extra):
+    """An invoke and its completion. A fail's drawn `delay` is on the COMPLETION, where
+    verify.instrument writes it (jobs.fail draws it while it runs): a fixture that put it
+    on the invoke once hid a checker that read it only there."""
     call = f"{process}:{f}{token}{time}"
     done = op(type_, f, time + 0.01, process, call=call, job=job, attempt=attempt, token=token)
     if type_ == "ok":
         done["outcome"] = outcome
+    if delay is not None:
+        done["delay"] = delay
     return [op("invoke", f, time, process, call=call, job=job, attempt=attempt, token=token,
                **extra), done]
 
@@ -210,10 +216,11 @@ def test_attempt_numbers_and_the_cap_are_checked():
 def test_retry_delays_are_checked_against_the_policy_and_the_next_start():
     ops, snap = good()
     bad = copy.deepcopy(ops)
-    bad[3]["delay"] = 0.05  # equal jitter after attempt 1: within [0.1, 0.2]
+    assert bad[3]["type"] == "invoke" and "delay" not in bad[3]  # on the completion only
+    bad[4]["delay"] = 0.05  # equal jitter after attempt 1: within [0.1, 0.2]
     assert names(run(bad, snap)) == ["retry-delay"]
     bad = copy.deepcopy(ops)
-    bad[3]["delay"] = 0.19  # within bounds, but attempt 2 started 0.1 s after the failure
+    bad[4]["delay"] = 0.19  # within bounds, but attempt 2 started 0.1 s after the failure
     snap2 = copy.deepcopy(snap)
     snap2["attempts"][1]["started_at"] = T + 0.4
     bad[6]["from"] = T + 0.4
@@ -334,3 +341,106 @@ def test_the_timeline_draws_one_bar_per_attempt_and_the_witness_in_red(tmp_path)
     fig = timeline.figure(ops, snap, violation)
     fig.savefig(tmp_path / "t.png")
     assert (tmp_path / "t.png").stat().st_size > 1000
+
+
+def test_a_lease_of_the_wrong_length_is_caught_on_its_claim():
+    ops, snap = good()
+    assert [v for v in run(ops, snap) if v.check == "lease-length"] == []
+    bad = copy.deepcopy(ops)
+    bad[2]["until"] = T + 0.1 + 3600  # a claim whose lease came from a clock an hour ahead
+    found = [v for v in run(bad, snap) if v.check == "lease-length"]
+    assert len(found) == 1 and "3600.000 s" in found[0].message
+    assert found[0].witness[0] is not None and found[0].witness[1]["row"] == "attempts"
+
+
+def test_the_start_of_a_claim_is_the_recorded_one_not_lease_end_minus_lease():
+    # Attempt 1's lease (0.1 .. 1.1) expires; attempt 2 claims at 1.5 with a lease of 0.2 s
+    # (a claim that sets the wrong length). Lease end minus the configured lease would put
+    # its start at 0.7, "0.4 s before attempt 1's lease ended", a message its own witness
+    # (a claim at 1.5) contradicts. The attempt row recorded the start: no overlap, and the
+    # wrong length is what is reported.
+    ops = [op("ok", "submit", 0, "driver", job=1, key="k1"),
+           *claim(0.1, A1, 1),
+           *claim(1.5, A2, 2, "w2"),
+           *effect(1.6, A2, 2, process="w2"),
+           *report("finish", 1.6, A2, 2, process="w2")]
+    ops[-4]["until"] = T + 1.7
+    ops[-4]["from"] = T + 0.7  # what the recorder used to infer
+    snap = {
+        "jobs": [{"job_id": 1, "kind": "effect", "state": "done", "attempts": 2, "handbacks": 0,
+                  "max_attempts": 3, "payload": {"key": "k1"}, "finished_at": T + 1.6}],
+        "attempts": [attempt_row(1, A1, 0.1, 1.1, "expired"),
+                     attempt_row(2, A2, 1.5, 1.6, "done", worker="w2")],
+        "results": [{"job_id": 1, "lease_token": A2, "output": {}, "created_at": T + 1.6}],
+        "effects": [{"key": "k1", "job_id": 1, "lease_token": A2, "applied_at": T + 1.6}],
+        "now": T + 10,
+    }
+    found = run(ops, snap)
+    assert [v.check for v in found] == ["lease-length"], [v.message for v in found]
+    assert "a lease of 0.200 s" in found[0].message
+
+
+def test_a_job_that_leaves_a_terminal_state_without_an_audited_retry_is_caught():
+    ops, snap = good()
+    snap["transitions"] = [{"id": 1, "job_id": 1, "old_state": "failed", "new_state": "done",
+                            "at": T + 0.7}]
+    found = [v for v in run(ops, snap) if v.check == "terminal-left"]
+    assert len(found) == 1 and "failed for done" in found[0].message
+    assert found[0].witness[0]["row"] == "transitions"
+    snap["transitions"] = [{"id": 1, "job_id": 1, "old_state": "failed", "new_state": "pending",
+                            "at": T + 0.4}]
+    assert [v.check for v in run(ops, snap)] == ["terminal-left"]  # no retry was audited
+    snap["audit"] = [{"job_id": 1, "action": "retry", "actor": "op", "at": T + 0.4}]
+    assert run(ops, snap) == []  # an operator's audited retry is allowed
+
+
+def test_a_worker_that_died_of_an_error_is_a_violation_with_its_log_line():
+    ops, snap = good()
+    ops.append(op("info", "exit", 2, "driver", target="w1", status=1, cause="error",
+                  line="psycopg.errors.UniqueViolation: duplicate key"))
+    ops.append(op("info", "exit", 2, "driver", target="w2", status=-9, cause="nemesis"))
+    found = run(ops, snap)
+    assert [v.check for v in found] == ["worker-died"]
+    assert "UniqueViolation" in found[0].message and found[0].witness[0]["cause"] == "error"
+
+
+def test_a_run_cut_short_reports_unsettled_jobs_as_inconclusive_not_lost():
+    ops, snap = good()
+    snap["jobs"][0]["state"] = "pending"
+    snap["results"] = []
+    assert "lost" in names(checks.check(ops, snap, lease=LEASE, poll=POLL,
+                                        only=["lost"]))
+    cause = "the time limit of 60 s passed with 1 jobs unsettled"
+    assert checks.check(ops, snap, lease=LEASE, poll=POLL, only=["lost"], cut_short=cause) == []
+    assert checks.unsettled(snap, cause) == [{"job": 1, "state": "pending", "attempts": 2,
+                                              "cause": cause}]
+
+
+def test_a_cancelled_job_is_settled_only_when_a_cancel_was_recorded():
+    ops, snap = good()
+    snap["jobs"][0]["state"] = "cancelled"
+    snap["results"] = []
+    assert names(checks.check(ops, snap, lease=LEASE, poll=POLL, only=["lost"])) == ["lost"]
+    ops.append(op("ok", "cancel", 0.6, "probe", call="p:1", job=1, outcome="accepted"))
+    assert checks.check(ops, snap, lease=LEASE, poll=POLL, only=["lost"]) == []
+
+
+def test_opportunities_count_what_each_check_judged():
+    ops, snap = good()
+    found = checks.opportunities(ops, snap, lease=LEASE)
+    assert set(found) >= set(checks.CHECKS) - {"tenant-cap"}
+    assert found["retry-delay"]["count"] == 1  # the delay is read from the completion
+    assert found["lease-length"]["count"] == 2 and found["lost"]["count"] == 1
+    assert found["reclaim"]["count"] == 0 and found["renew-after-expiry"]["count"] == 0
+
+
+def test_a_job_never_claimed_is_no_trouble_for_the_reclaim_check():
+    # A job cancelled while pending has no attempt row; with a kill in the history the
+    # reclaim check walks every job's attempts (it once failed on the empty list).
+    ops, snap = good()
+    snap["jobs"].append({"job_id": 2, "kind": "effect", "state": "cancelled", "attempts": 0,
+                         "handbacks": 0, "max_attempts": 3, "payload": {}, "finished_at": T + 0.2})
+    ops += [op("ok", "submit", 0.05, "driver", job=2, key="k2"),
+            op("ok", "cancel", 0.2, "probe", call="p:1", job=2, outcome="accepted"),
+            op("info", "kill", 0.4, "driver", target="w1")]
+    assert [v for v in run(ops, snap) if v.check != "reclaim"] == []

@@ -40,3 +40,18 @@ def test_a_custom_variant_needs_its_statements_in_the_kept_folder(tmp_path, caps
     assert cli.main(["verify", "--variant", "custom", "--keep", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("cachequeue verify") and "\n" not in err.strip(), err
+
+
+@pytest.mark.parametrize(("violations", "inconclusive", "status"), [
+    ([], [], 0), ([{"check": "lost"}], [], 1), ([{"check": "lost"}], [{"job": 1}], 1),
+    ([], [{"job": 1, "state": "pending", "cause": "the time limit of 1 s passed"}], 3),
+])
+def test_the_exit_status_says_pass_violations_or_inconclusive(violations, inconclusive, status,
+                                                               monkeypatch, capsys):
+    from cachequeue.verify import driver
+
+    def fake_run(**kw):
+        return {"violations": violations, "inconclusive": inconclusive}
+    monkeypatch.setattr(driver, "run", fake_run)
+    assert cli.main(["verify", "--faults", "none"]) == status
+    assert '"inconclusive"' in capsys.readouterr().out

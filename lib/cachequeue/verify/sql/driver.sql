@@ -3,7 +3,8 @@
 -- name: install
 -- The job kind of a verify run and the store of its handler's external side effect (one row per business key).
 INSERT INTO job_kinds (kind, description)
-VALUES ('verify_effect', 'a verify run: work a while, then apply an effect keyed by payload.key')
+VALUES ('verify_effect', 'a verify run: work a while, then apply an effect keyed by payload.key'),
+       ('verify_probe', 'a verify run: the prober''s scripted jobs (verify.prober)')
 ON CONFLICT (kind) DO NOTHING;
 CREATE TABLE IF NOT EXISTS verify_effects (
     key         text PRIMARY KEY,
@@ -11,6 +12,25 @@ CREATE TABLE IF NOT EXISTS verify_effects (
     lease_token uuid NOT NULL,
     applied_at  timestamptz NOT NULL DEFAULT cq_now()
 );
+-- Every change of a job's state out of a terminal one (done, failed, cancelled), written by
+-- the statement that made it: the checker's record of what no report may do (check 9).
+CREATE TABLE IF NOT EXISTS verify_transitions (
+    id        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    job_id    bigint NOT NULL,
+    old_state text NOT NULL,
+    new_state text NOT NULL,
+    at        timestamptz NOT NULL DEFAULT cq_now()
+);
+CREATE OR REPLACE FUNCTION verify_record_transition() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO verify_transitions (job_id, old_state, new_state)
+    VALUES (NEW.id, OLD.state::text, NEW.state::text);
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER verify_terminal_left AFTER UPDATE OF state ON jobs
+    FOR EACH ROW WHEN (OLD.state::text IN ('done', 'failed', 'cancelled')
+                       AND OLD.state IS DISTINCT FROM NEW.state)
+    EXECUTE FUNCTION verify_record_transition();
 
 -- name: apply_effect
 -- The handler's side effect, idempotent by business key: applied once, whoever comes again.

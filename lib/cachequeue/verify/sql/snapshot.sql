@@ -20,6 +20,14 @@ SELECT job_id, lease_token, output, created_at FROM job_results ORDER BY job_id;
 -- The side-effect store of a verify run: one row per business key that took effect.
 SELECT key, job_id, lease_token, applied_at FROM verify_effects ORDER BY key;
 
+-- name: snapshot_transitions
+-- The state changes out of a terminal state that the run's trigger recorded (verify/sql/driver.sql).
+SELECT id, job_id, old_state, new_state, at FROM verify_transitions ORDER BY id;
+
+-- name: snapshot_audit
+-- The audit rows (cancel, retry) of every job.
+SELECT job_id, action, actor, at FROM job_audit ORDER BY id;
+
 -- name: now
 -- The database clock at the snapshot.
 SELECT cq_now() AS now;
