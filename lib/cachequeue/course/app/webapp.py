@@ -188,7 +188,8 @@ def summary_template(raw: bytes) -> str:
     if not isinstance(body, dict) or set(body) - {"template"}:
         raise Problem(422, "invalid_request", 'the body is {"template": ...} or nothing')
     template = body.get("template", "brief-zh")
-    if template not in summaries.TEMPLATES:
+    # A str first: a dict or list is unhashable, and `in` on a dict would raise (a 500).
+    if not isinstance(template, str) or template not in summaries.TEMPLATES:
         raise Problem(422, "invalid_request", f"template must be one of "
                       f"{sorted(summaries.TEMPLATES)}, got {excerpt(template)}")
     return template
