@@ -15,6 +15,12 @@ queue that grows until the pool's timeout (5 s) turns every answer into an error
 burst of 300 requests, some are answered "come back in a second" within milliseconds and
 the rest are served at the speed of the pool. A pool that still times out (the database is
 down or hung) is 503 `database_unavailable`, as before.
+
+Every statement on a pooled connection is bounded: `statement_timeout` (default 5 s) and
+`lock_timeout` (default 2 s) are session settings of each connection. A statement that
+waits behind a lock (a migration's `LOCK TABLE`, a long `ALTER`) is cancelled at the
+bound and its request answered 503 `database_unavailable` with Retry-After, instead of
+holding a connection and a client for as long as the lock is held.
 """
 
 from __future__ import annotations
@@ -54,7 +60,8 @@ class Service:
     fixed for the process's life), worker_kinds (the kinds
     the workers that serve this queue run, when the service knows them: a job of another
     kind would wait forever, so submit refuses it; None: not known, every kind the queue
-    knows is accepted).
+    knows is accepted), statement_timeout and lock_timeout (seconds: the bounds of every
+    statement and lock wait on a pooled connection).
     """
 
     def __init__(self, schema: str, authenticator: Authenticator, *, url: str | None = None,
@@ -62,7 +69,8 @@ class Service:
                  pool_size: int = 8, pool_timeout: float = 5.0, ready_timeout: float = 2.0,
                  retry_after: int = 1, max_in_flight: int | None = None,
                  queue_metrics: bool = False, counter_tenants: Collection[int] = (),
-                 worker_kinds: Collection[str] | None = None) -> None:
+                 worker_kinds: Collection[str] | None = None, statement_timeout: float = 5.0,
+                 lock_timeout: float = 2.0) -> None:
         self.schema = db.schema_name(schema)
         self.authenticator = check_callable(authenticator, "authenticator",
                                             "a callable token -> Principal | None")
@@ -74,6 +82,10 @@ class Service:
         self._pool_size = check_int(pool_size, "pool_size", minimum=1, maximum=100)
         # How long a request waits for a connection before it is answered 503.
         self._pool_timeout = check_seconds(pool_timeout, "pool_timeout", upper=300.0)
+        # The bound of every statement, and of every wait for a lock, on a pooled connection.
+        self.statement_timeout = check_seconds(statement_timeout, "statement_timeout",
+                                               upper=300.0)
+        self.lock_timeout = check_seconds(lock_timeout, "lock_timeout", upper=300.0)
         self.max_in_flight = check_int(4 * self._pool_size if max_in_flight is None
                                        else max_in_flight, "max_in_flight", minimum=1,
                                        maximum=1000)
@@ -112,7 +124,11 @@ class Service:
     def open(self) -> None:
         """Open the pool (connections are made in the background) and start the hub."""
         # The same session settings as db.connect(schema): UTC, the schema on the search_path.
-        options = f"-c TimeZone=UTC -c search_path={self.schema}"
+        # Plus the bounds: a statement cancelled by either is a QueryCanceled or a
+        # LockNotAvailable (OperationalErrors), answered 503 database_unavailable.
+        options = (f"-c TimeZone=UTC -c search_path={self.schema}"
+                   f" -c statement_timeout={_ms(self.statement_timeout)}"
+                   f" -c lock_timeout={_ms(self.lock_timeout)}")
         self.pool = ConnectionPool(
             self._url or db.database_url(), name="cachequeue-service", open=False,
             min_size=1, max_size=self._pool_size, timeout=self._pool_timeout,
@@ -165,6 +181,10 @@ class Service:
         except (psycopg.Error, NotReady) as exc:
             return one_line(exc)
         return None
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
 
 
 def service_of(request: Request) -> Service:
