@@ -18,7 +18,13 @@ they are exported once; see `service.exporter`).
 `--workers N` starts N `cachequeue worker` processes on the same schema and keeps them
 running (see `cli.serving`: a worker that dies is started again, with a backoff), and
 tells the service which kinds they run: a job of any other kind would wait forever, so
-`POST /v1/jobs` refuses it (422 `no_worker_for_kind`). The workers run in their own
+`POST /v1/jobs` refuses it (422 `no_worker_for_kind`). The workers' settings are checked
+here by the worker's own rules (a `queue.Worker` is built and thrown away), so a setting
+a worker would refuse is this command's usage error; a worker that still exits with a
+usage error (2) is not restarted: the service stops, with status 2. The workers claim
+fairly across tenants (`--fair`, on by default; `--no-fair` for oldest first), at most
+`--tenant-cap` running jobs per tenant (default: half of the workers' slots,
+workers x concurrency, at least 1), so one tenant's backlog cannot hold every slot. The workers run in their own
 process group, so Ctrl-C in a terminal reaches this process only, and each signal it
 gets is passed on exactly once: the first SIGINT or SIGTERM stops uvicorn gracefully, ends
 the event streams (clients reconnect with Last-Event-ID) and sends SIGTERM to each worker
@@ -26,7 +32,8 @@ the event streams (clients reconnect with Last-Event-ID) and sends SIGTERM to ea
 uvicorn out and sends the workers their second SIGTERM (hand back at once). On Linux a
 worker also gets SIGTERM if this process dies without a word (SIGKILL), so none is left
 behind. Exit status: 0 when everything stopped cleanly, 3 when a worker handed jobs back,
-1 on an error, 2 for bad arguments (before anything is started).
+1 on an error, 2 for bad arguments (before anything is started, or a worker's own usage
+error).
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from typing import Any
 
 from .. import db
 from ..errors import ConfigurationError
+from ..queue import Worker
 from .base import Command, UsageError, import_attribute
 from .worker import CONCURRENCY, load_handlers
 
@@ -67,6 +75,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=CONCURRENCY, metavar="N",
                         help=f"jobs each worker runs at once (default {CONCURRENCY}, as "
                              "`cachequeue worker`)")
+    parser.add_argument("--fair", action=argparse.BooleanOptionalAction, default=True,
+                        help="the workers claim fairly across tenants (default on)")
+    parser.add_argument("--tenant-cap", type=int, default=None, metavar="N",
+                        help="with --fair: at most N running jobs per tenant (default half "
+                             "of workers x concurrency, at least 1)")
     parser.add_argument("--shutdown-timeout", type=float, default=10.0, metavar="S",
                         help="after a signal, how long workers may finish before they hand "
                              "jobs back (default 10)")
@@ -114,6 +127,19 @@ def prepare(args: argparse.Namespace) -> Callable[[], int]:
     # The workers would refuse a bad module; say so before starting. Their kinds are the
     # only ones the service can promise to run.
     args.worker_kinds = sorted(load_handlers(args.handlers)) if args.handlers else None
+    if args.tenant_cap is not None and not args.fair:
+        raise UsageError("--tenant-cap needs --fair (only the fair claim counts per tenant)")
+    if args.workers and args.fair and args.tenant_cap is None:
+        args.tenant_cap = max(1, args.workers * args.concurrency // 2)
+    if args.workers:
+        # The workers' own checks, here: a worker that refuses its settings exits 2, and
+        # restarting it would not change its mind.
+        try:
+            Worker(lambda: None, load_handlers(args.handlers), concurrency=args.concurrency,
+                   shutdown_timeout=args.shutdown_timeout, fair=args.fair,
+                   tenant_cap=args.tenant_cap if args.fair else None)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"the workers would refuse: {exc}") from None
     factory = load_factory(args.app)
     if args.demo:
         try:

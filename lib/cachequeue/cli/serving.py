@@ -10,13 +10,19 @@ up to 30 s, so a worker that cannot start does not spin. Each exit and start is 
 (`worker-exited name= pid= code= restart_in=`, `worker-started name= pid=`) and counts in
 the operator listener's `cq_worker_restarts_total`; `cq_workers_running` says how many run.
 
-Restarting, not failing readiness, is the answer chosen for a dead worker: /readyz tells a
-load balancer whether *this HTTP process* can take requests, and it can: the request is
+Restarting, not failing readiness, is the answer chosen for one dead worker: /readyz tells
+a load balancer whether *this HTTP process* can take requests, and it can: the request is
 persisted whoever runs it later, and the jobs the dead worker held come back when their
 lease expires. Failing readiness would take a working API out of service for a fault it
-cannot mend, while the supervisor mends it within seconds. A worker that keeps dying
-shows as restarts in the log and the metric; the jobs it cannot run end failed after their
-attempts, as with any worker.
+cannot mend, while the supervisor mends it within seconds. Only when *no* worker of this
+process runs does /readyz answer 503 (`no worker process is running`): the jobs it would
+accept would wait for a restart at best. A worker that keeps dying shows as restarts in the
+log and the metric; the jobs it cannot run end failed after their attempts, as with any
+worker.
+
+A worker that exits with status 2 (a usage error: it refused its arguments, its handlers'
+module failed to import) is not restarted: it would refuse them again, for ever. The
+supervisor logs `worker-refused` and stops the whole command (exit status 2).
 
 **The operator listener.** With `--metrics-port`, uvicorn serves two sockets; `Listeners`
 sends each request to the app of the socket it arrived on (the port of `scope["server"]`):
@@ -46,7 +52,7 @@ from .. import db, queue
 from ..queue.logline import formatter, log_line, one_line
 from ..service import Service, begin_shutdown, operator_app
 from ..service.runtime import LOGGER
-from .base import EXIT_HANDED_BACK
+from .base import EXIT_HANDED_BACK, EXIT_USAGE
 
 __all__ = ["STABLE_SECONDS", "Listeners", "Supervisor", "listen_socket", "restart_delay", "run"]
 
@@ -100,6 +106,8 @@ class Supervisor:
         self._threads: list[threading.Thread] = []
         self.procs: list[subprocess.Popen] = []
         self.restarts = 0
+        self.refused = False  # a worker exited with a usage error: not restarted
+        self.on_fatal: Callable[[], None] = lambda: None  # called once, from a watch thread
 
     def _spawn(self, i: int) -> subprocess.Popen:
         args, name = self._args, f"{self._prefix}-w{i + 1}"
@@ -107,7 +115,8 @@ class Supervisor:
             [sys.executable, "-m", "cachequeue", "worker", "--schema", args.schema,
              "--handlers", args.handlers, "--name", name,
              "--concurrency", str(args.concurrency),
-             "--shutdown-timeout", str(args.shutdown_timeout)],
+             "--shutdown-timeout", str(args.shutdown_timeout),
+             *_fairness(args)],
             stdin=subprocess.DEVNULL, process_group=0, preexec_fn=_die_with_parent)
         LOGGER.info(log_line(_NAME, "worker-started", name=name, pid=proc.pid))
         return proc
@@ -127,6 +136,14 @@ class Supervisor:
             proc, started = self.procs[i], time.monotonic()
             code = proc.wait()
             if self._stopping.is_set():
+                return
+            if code == EXIT_USAGE:  # it refused its settings: it would again, for ever
+                LOGGER.error(log_line(_NAME, "worker-refused", name=f"{self._prefix}-w{i + 1}",
+                                      pid=proc.pid, code=code))
+                with self._lock:
+                    first, self.refused = not self.refused, True
+                if first:
+                    self.on_fatal()
                 return
             quick_exits = quick_exits + 1 if time.monotonic() - started < STABLE_SECONDS else 1
             delay = restart_delay(quick_exits)
@@ -171,6 +188,14 @@ class Supervisor:
                                   value=self.restarts)
 
 
+def _fairness(args: argparse.Namespace) -> list[str]:
+    """The worker's --fair/--tenant-cap arguments for serve's settings (cli.serve)."""
+    if not getattr(args, "fair", False):
+        return []
+    cap = getattr(args, "tenant_cap", None)
+    return ["--fair"] + ([] if cap is None else ["--tenant-cap", str(cap)])
+
+
 class Listeners:
     """One ASGI app for two sockets: requests that arrived on `operator_port` go to
     `operator`, every other request and the lifespan to `public`."""
@@ -195,6 +220,14 @@ class _Server(uvicorn.Server):
         self.workers = workers
         self.url = ""
         self.metrics_url = ""
+
+    def stop_for_worker(self) -> None:
+        """A worker refused its settings (Supervisor.on_fatal): stop as on a first signal."""
+        LOGGER.error(log_line(_NAME, "stopping", reason="a worker refused its settings"))
+        begin_shutdown(self.config.app)
+        if self.workers is not None:
+            self.workers.signal_all(signal.SIGTERM)
+        self.should_exit = True
 
     def handle_exit(self, sig: int, frame: object) -> None:
         # Not uvicorn's: it would re-raise the signal after shutdown. Flags and kill() only.
@@ -257,12 +290,14 @@ def run(args: argparse.Namespace, factory: Callable[..., Any]) -> int:
                             timeout_keep_alive=KEEP_ALIVE_SECONDS, log_level="info",
                             log_config=log_config)
     workers = Supervisor(args) if args.workers else None
+    server = _Server(config, workers)
     if workers is not None:
         service = getattr(getattr(app, "state", None), "service", None)
         if isinstance(service, Service):
             service.metrics.register([workers])
+            service.configure(workers_running=lambda: workers.running)
+        workers.on_fatal = server.stop_for_worker
         workers.start()
-    server = _Server(config, workers)
     server.url = f"http://{host}:{port}"
     if len(sockets) == 2:
         server.metrics_url = f"http://{metrics_host}:{metrics_port}"
@@ -279,6 +314,8 @@ def run(args: argparse.Namespace, factory: Callable[..., Any]) -> int:
     restarts = 0 if workers is None else workers.restarts
     LOGGER.info(log_line(_NAME, "stopped", workers=",".join(map(str, codes)) or "none",
                          restarts=restarts))
+    if workers is not None and workers.refused:
+        return EXIT_USAGE
     if any(code == EXIT_HANDED_BACK for code in codes) and all(c in (0, 3) for c in codes):
         return EXIT_HANDED_BACK
     return 0 if all(code == 0 for code in codes) and server.started else 1

@@ -95,6 +95,7 @@ class Service:
         self.counter_tenants = tuple(check_int(t, "each counter tenant", minimum=1)
                                      for t in counter_tenants)
         self.worker_kinds: frozenset[str] | None = None
+        self.workers_running: Callable[[], int] | None = None
         self.configure(queue_metrics=queue_metrics, worker_kinds=worker_kinds)
         self.in_flight = 0
         self._limiter: anyio.CapacityLimiter | None = None
@@ -107,16 +108,25 @@ class Service:
                            lambda: self.in_flight)
 
     def configure(self, *, queue_metrics: bool | None = None,
-                  worker_kinds: Collection[str] | None = None) -> None:
+                  worker_kinds: Collection[str] | None = None,
+                  workers_running: Callable[[], int] | None = None) -> None:
         """Set what the process around the app knows (`cachequeue serve` calls this after
-        the app's factory): whether it exports the queue's series, and the kinds its
-        workers run. None leaves a setting as it is."""
+        the app's factory): whether it exports the queue's series, the kinds its
+        workers run, and how many of its worker processes run now (readiness fails when
+        none does). None leaves a setting as it is."""
+        if workers_running is not None:
+            self.workers_running = check_callable(workers_running, "workers_running")
         if queue_metrics is not None:
             self.queue_metrics = check_bool(queue_metrics, "queue_metrics")
         if worker_kinds is not None:
             if isinstance(worker_kinds, str):
                 raise TypeError("worker_kinds must be a collection of kind names, not a str")
             self.worker_kinds = frozenset(check_text(k, "each worker kind") for k in worker_kinds)
+
+    def workers_missing(self) -> bool:
+        """True when this process supervises workers (`configure(workers_running=...)`)
+        and none of them runs now: readiness fails, the jobs would wait."""
+        return self.workers_running is not None and self.workers_running() == 0
 
     def log(self, event: str, **fields: Any) -> None:
         LOGGER.info(log_line("service", event, **fields))

@@ -74,6 +74,19 @@ def test_requests_behind_a_table_lock_answer_503_within_the_lock_timeout(live, s
         assert conn.execute("SHOW lock_timeout").fetchone()[0] == "2s"
 
 
+def test_readiness_fails_while_none_of_the_supervised_workers_runs(live):
+    running = [0]
+    live.service.configure(workers_running=lambda: running[0])
+    with live.client() as http:
+        none = http.get("/readyz")
+        running[0] = 1
+        one = http.get("/readyz")
+    assert (none.status_code, none.json()["code"]) == (503, "not_ready")
+    assert none.json()["detail"] == "no worker process of this service is running"
+    assert none.headers["retry-after"] == "1"
+    assert one.status_code == 200
+
+
 @pytest.fixture(scope="module")
 def server():
     with embedded.Server.private() as s:

@@ -44,3 +44,62 @@ def test_the_worker_command_does_not_import_the_web_stack():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=60)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+@pytest.mark.parametrize("argv, message", [
+    (GOOD + ["--workers", "1", "--concurrency", "1000000000"] + HANDLERS,
+     "the workers would refuse: concurrency must be <= "),
+    (GOOD + ["--workers", "1", "--tenant-cap", "0"] + HANDLERS,
+     "the workers would refuse: tenant_cap must be >= 1"),
+    (GOOD + ["--workers", "1", "--no-fair", "--tenant-cap", "2"] + HANDLERS,
+     "--tenant-cap needs --fair"),
+])
+def test_worker_settings_a_worker_would_refuse_are_refused_by_serve(capsys, argv, message):
+    assert_usage_error(capsys, argv, message)
+
+
+def prepared(argv):
+    from cachequeue import cli
+
+    args = cli.build_parser().parse_args(argv)
+    args.prepare(args)
+    return args
+
+
+def test_serve_passes_fair_claiming_and_a_tenant_cap_to_its_workers():
+    from cachequeue.cli.serving import _fairness
+
+    default = prepared(GOOD + ["--workers", "2", "--concurrency", "2"] + HANDLERS)
+    assert (default.fair, default.tenant_cap) == (True, 2)
+    assert _fairness(default) == ["--fair", "--tenant-cap", "2"]
+    one = prepared(GOOD + ["--workers", "1", "--concurrency", "1"] + HANDLERS)
+    assert _fairness(one) == ["--fair", "--tenant-cap", "1"]
+    given = prepared(GOOD + ["--workers", "1", "--tenant-cap", "7"] + HANDLERS)
+    assert _fairness(given) == ["--fair", "--tenant-cap", "7"]
+    fifo = prepared(GOOD + ["--workers", "1", "--no-fair"] + HANDLERS)
+    assert _fairness(fifo) == []
+
+
+def test_a_worker_that_exits_with_a_usage_error_is_not_restarted_and_stops_serve():
+    import threading
+
+    from cachequeue.cli.serving import Supervisor
+
+    class Refusing(Supervisor):
+        spawned = 0
+
+        def _spawn(self, i):
+            Refusing.spawned += 1
+            return subprocess.Popen([sys.executable, "-c", "raise SystemExit(2)"])
+
+    fatal = threading.Event()
+    args = prepared(GOOD + ["--workers", "2"] + HANDLERS)
+    workers = Refusing(args)
+    workers.on_fatal = fatal.set
+    workers.start()
+    assert fatal.wait(30), "on_fatal was not called"
+    for thread in workers._threads:
+        thread.join(30)  # both watchers returned: nothing is waiting to restart
+    assert not any(thread.is_alive() for thread in workers._threads)
+    assert workers.refused and workers.restarts == 0 and Refusing.spawned == 2
+    assert workers.wait() == [2, 2]
