@@ -42,6 +42,7 @@ from .exporter import TOP_TENANTS, ProcessMetrics
 from .hub import Hub
 from .operations import CanRead, CheckSubmit, NotReady, check_ready
 from .problems import Problem
+from .streamreads import SharedReads
 
 __all__ = ["LOGGER", "Service", "ServiceDep", "service_of"]
 
@@ -61,7 +62,8 @@ class Service:
     the workers that serve this queue run, when the service knows them: a job of another
     kind would wait forever, so submit refuses it; None: not known, every kind the queue
     knows is accepted), statement_timeout and lock_timeout (seconds: the bounds of every
-    statement and lock wait on a pooled connection).
+    statement and lock wait on a pooled connection), stream_slots (connections the event
+    streams' re-reads may use at once; default half the pool; see `streamreads`).
     """
 
     def __init__(self, schema: str, authenticator: Authenticator, *, url: str | None = None,
@@ -70,7 +72,7 @@ class Service:
                  retry_after: int = 1, max_in_flight: int | None = None,
                  queue_metrics: bool = False, counter_tenants: Collection[int] = (),
                  worker_kinds: Collection[str] | None = None, statement_timeout: float = 5.0,
-                 lock_timeout: float = 2.0) -> None:
+                 lock_timeout: float = 2.0, stream_slots: int | None = None) -> None:
         self.schema = db.schema_name(schema)
         self.authenticator = check_callable(authenticator, "authenticator",
                                             "a callable token -> Principal | None")
@@ -99,6 +101,10 @@ class Service:
         self.configure(queue_metrics=queue_metrics, worker_kinds=worker_kinds)
         self.in_flight = 0
         self._limiter: anyio.CapacityLimiter | None = None
+        # The event streams' re-reads: shared per job, never shed (streamreads).
+        self.stream_reads = SharedReads(self._run, slots=check_int(
+            max(1, self._pool_size // 2) if stream_slots is None else stream_slots,
+            "stream_slots", minimum=1, maximum=100))
         self._url = url
         self.pool: ConnectionPool | None = None
         self.hub = Hub(lambda: db.connect(schema, url=url), log=self.log)
@@ -146,6 +152,7 @@ class Service:
             check=ConnectionPool.check_connection)
         self.pool.open(wait=False)
         self._limiter = anyio.CapacityLimiter(self.max_in_flight)
+        self.stream_reads.open()
         self.hub.start()
         self.log("opened", schema=self.schema, pool=self._pool_size)
 

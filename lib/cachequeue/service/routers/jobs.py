@@ -26,7 +26,12 @@ on one platform) should put such an opaque id at this edge: the queue need not c
 
 An event stream subscribes to its job in the process's `Hub`, sends the events after
 Last-Event-ID, then sleeps until the hub wakes it and reads again; it ends when the job is
-final (done, failed, cancelled) or the server is stopping. A client that reconnects to a
+final (done, failed, cancelled) or the server is stopping. The re-reads are not requests:
+they are never shed, they wait for a slot of their own and every stream of a job shares
+one (`streamreads`). A re-read that fails (the database restarts) is tried again, with a
+growing pause, for up to STREAM_OUTAGE_SECONDS; after that, or on any other error, the
+stream ends cleanly with a comment and a `retry:` hint, and the client resumes with
+Last-Event-ID: a started 200 never ends in a server error. A client that reconnects to a
 final job with nothing new gets 204 No Content, which tells a browser's EventSource to
 stop reconnecting. A client that disconnects is noticed at once (Starlette listens for
 it); its subscription is dropped in `finally`.
@@ -34,6 +39,9 @@ it); its subscription is dropped in `finally`.
 
 from __future__ import annotations
 
+import asyncio
+import random
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Annotated
@@ -47,6 +55,7 @@ from ..auth import Caller, Principal
 from ..docs import JOB_REQUEST, json_body, problems
 from ..events import History, history
 from ..operations import job_status, readable, submit_job
+from ..problems import DATABASE_ERRORS
 from ..requests import (
     ID_PATTERN,
     MAX_KEY_CHARS,
@@ -60,9 +69,11 @@ from ..requests import (
 from ..responses import accepted, retry_after_for, status_response
 from ..runtime import Service, ServiceDep
 
-__all__ = ["RECONNECT_MS", "router"]
+__all__ = ["RECONNECT_MS", "STREAM_OUTAGE_SECONDS", "router"]
 
 RECONNECT_MS = 1000  # the `retry:` field: how long an EventSource waits before reconnecting
+STREAM_OUTAGE_SECONDS = 60.0  # how long a stream's re-read is retried before it ends cleanly
+_RETRY_CAP = 2.0  # seconds: the longest pause between two tries of a failed re-read
 JobId = Annotated[str, Path(pattern=ID_PATTERN, max_length=19,
                             description="a job id: decimal digits, no sign, no leading zero")]
 IdempotencyKey = Annotated[str | None, Header(
@@ -134,6 +145,11 @@ async def _stream(service: Service, opening: _Opening) -> AsyncIterator[ServerSe
     read has woken it by the time it is checked.
     """
     hub, job_id, after, batch = service.hub, opening.job_id, opening.after, opening.first
+    key = (opening.tenant_id, job_id)
+
+    def read(conn, since: int) -> History:  # `history` looked up here: tests count calls
+        return history(conn, tenant_id=opening.tenant_id, job_id=job_id, after=since)
+
     sub = hub.subscribe(job_id)
     try:
         stale = hub.version != opening.version
@@ -149,10 +165,32 @@ async def _stream(service: Service, opening: _Opening) -> AsyncIterator[ServerSe
                 await sub.wait()  # no query and no thread while nothing happens
             sub.clear()
             stale = False
-            batch = await service.call(history, tenant_id=opening.tenant_id, job_id=job_id,
-                                       after=after)
+            found = await _reread(service, key, after, read)
+            if found is None:  # the database stayed away, or a bug: end cleanly, resumable
+                yield ServerSentEvent(comment="the stream ends here; reconnect with "
+                                              "Last-Event-ID", retry=RECONNECT_MS)
+                return
+            batch = found
     finally:
         hub.unsubscribe(sub)
+
+
+async def _reread(service: Service, key: tuple[int, int], after: int, read) -> History | None:
+    """The stream's next batch (shared, see streamreads), tried again while the database is
+    away, up to STREAM_OUTAGE_SECONDS; None when the stream should end (logged)."""
+    give_up, pause = time.monotonic() + STREAM_OUTAGE_SECONDS, 0.1
+    while True:
+        try:
+            return await service.stream_reads.read(key, after, read)
+        except DATABASE_ERRORS as exc:
+            if service.hub.closing or time.monotonic() >= give_up:
+                service.log("stream-ended", job_id=key[1], reason=type(exc).__name__)
+                return None
+            pause = min(_RETRY_CAP, pause * 2)
+            await asyncio.sleep(pause * random.uniform(0.5, 1.0))  # jitter: not in step
+        except Exception as exc:  # a bug: the stream ends cleanly, the log says why
+            service.log("stream-error", job_id=key[1], type=type(exc).__name__)
+            return None
 
 
 @router.get("/{job_id}/events", response_class=EventSourceResponse,
