@@ -80,6 +80,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tenant-cap", type=int, default=None, metavar="N",
                         help="with --fair: at most N running jobs per tenant (default half "
                              "of workers x concurrency, at least 1)")
+    parser.add_argument("--statement-timeout", type=float, default=None, metavar="S",
+                        help="the bound of every statement of the service (default: the "
+                             "app's, 10 s for service.create_app)")
+    parser.add_argument("--lock-timeout", type=float, default=None, metavar="S",
+                        help="the bound of every lock wait of the service (default: the "
+                             "app's, 5 s for service.create_app)")
     parser.add_argument("--shutdown-timeout", type=float, default=10.0, metavar="S",
                         help="after a signal, how long workers may finish before they hand "
                              "jobs back (default 10)")
@@ -114,6 +120,11 @@ def prepare(args: argparse.Namespace) -> Callable[[], int]:
         raise UsageError(f"--concurrency must be >= 1, got {args.concurrency}")
     if not 0 <= args.shutdown_timeout <= 3600:
         raise UsageError(f"--shutdown-timeout must be 0..3600 seconds, got {args.shutdown_timeout}")
+    for option in ("statement_timeout", "lock_timeout"):
+        value = getattr(args, option)
+        if value is not None and not 0 < value <= 300:
+            raise UsageError(f"--{option.replace('_', '-')} must be > 0 and <= 300 seconds, "
+                             f"got {value}")
     if args.workers and not args.handlers:
         raise UsageError("--workers needs --handlers MODULE:ATTR")
     if args.handlers and not args.workers:

@@ -253,7 +253,9 @@ def _build(args: argparse.Namespace, factory: Callable[..., Any]) -> Any:
     app = factory(args.schema, demo=True) if args.demo else factory(args.schema)
     service = getattr(getattr(app, "state", None), "service", None)
     if isinstance(service, Service):
-        service.configure(queue_metrics=args.queue_metrics, worker_kinds=args.worker_kinds)
+        service.configure(queue_metrics=args.queue_metrics, worker_kinds=args.worker_kinds,
+                          statement_timeout=getattr(args, "statement_timeout", None),
+                          lock_timeout=getattr(args, "lock_timeout", None))
     elif args.metrics_port is not None:
         raise TypeError(f"--metrics-port: {args.app} did not build a service.create_app app")
     return app

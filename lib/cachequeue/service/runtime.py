@@ -16,8 +16,9 @@ burst of 300 requests, some are answered "come back in a second" within millisec
 the rest are served at the speed of the pool. A pool that still times out (the database is
 down or hung) is 503 `database_unavailable`, as before.
 
-Every statement on a pooled connection is bounded: `statement_timeout` (default 5 s) and
-`lock_timeout` (default 2 s) are session settings of each connection. A statement that
+Every statement on a pooled connection is bounded: `statement_timeout` (default 10 s) and
+`lock_timeout` (default 5 s, as long as a request waits for a connection) are session
+settings of each connection (`cachequeue serve --statement-timeout/--lock-timeout`). A statement that
 waits behind a lock (a migration's `LOCK TABLE`, a long `ALTER`) is cancelled at the
 bound and its request answered 503 `database_unavailable` with Retry-After, instead of
 holding a connection and a client for as long as the lock is held.
@@ -71,8 +72,8 @@ class Service:
                  pool_size: int = 8, pool_timeout: float = 5.0, ready_timeout: float = 2.0,
                  retry_after: int = 1, max_in_flight: int | None = None,
                  queue_metrics: bool = False, counter_tenants: Collection[int] = (),
-                 worker_kinds: Collection[str] | None = None, statement_timeout: float = 5.0,
-                 lock_timeout: float = 2.0, stream_slots: int | None = None) -> None:
+                 worker_kinds: Collection[str] | None = None, statement_timeout: float = 10.0,
+                 lock_timeout: float = 5.0, stream_slots: int | None = None) -> None:
         self.schema = db.schema_name(schema)
         self.authenticator = check_callable(authenticator, "authenticator",
                                             "a callable token -> Principal | None")
@@ -85,9 +86,8 @@ class Service:
         # How long a request waits for a connection before it is answered 503.
         self._pool_timeout = check_seconds(pool_timeout, "pool_timeout", upper=300.0)
         # The bound of every statement, and of every wait for a lock, on a pooled connection.
-        self.statement_timeout = check_seconds(statement_timeout, "statement_timeout",
-                                               upper=300.0)
-        self.lock_timeout = check_seconds(lock_timeout, "lock_timeout", upper=300.0)
+        self.statement_timeout = self.lock_timeout = 0.0
+        self.configure(statement_timeout=statement_timeout, lock_timeout=lock_timeout)
         self.max_in_flight = check_int(4 * self._pool_size if max_in_flight is None
                                        else max_in_flight, "max_in_flight", minimum=1,
                                        maximum=1000)
@@ -115,11 +115,19 @@ class Service:
 
     def configure(self, *, queue_metrics: bool | None = None,
                   worker_kinds: Collection[str] | None = None,
-                  workers_running: Callable[[], int] | None = None) -> None:
+                  workers_running: Callable[[], int] | None = None,
+                  statement_timeout: float | None = None,
+                  lock_timeout: float | None = None) -> None:
         """Set what the process around the app knows (`cachequeue serve` calls this after
         the app's factory): whether it exports the queue's series, the kinds its
-        workers run, and how many of its worker processes run now (readiness fails when
-        none does). None leaves a setting as it is."""
+        workers run, how many of its worker processes run now (readiness fails when
+        none does), and the bounds of statements and lock waits (before `open()`: they
+        are settings of the pool's connections). None leaves a setting as it is."""
+        if statement_timeout is not None:
+            self.statement_timeout = check_seconds(statement_timeout, "statement_timeout",
+                                                   upper=300.0)
+        if lock_timeout is not None:
+            self.lock_timeout = check_seconds(lock_timeout, "lock_timeout", upper=300.0)
         if workers_running is not None:
             self.workers_running = check_callable(workers_running, "workers_running")
         if queue_metrics is not None:

@@ -35,10 +35,11 @@ def test_a_locked_jobs_table_makes_readiness_fail_within_its_timeout(make_live, 
     assert alive.status_code == 200 and after.status_code == 200
 
 
-def test_requests_behind_a_table_lock_answer_503_within_the_lock_timeout(live, schema):
+def test_requests_behind_a_table_lock_answer_503_within_the_lock_timeout(make_live, schema):
     """A migration's ACCESS EXCLUSIVE lock held for longer than any client waits: every
-    request that needs the table is cancelled at the pool's lock_timeout (2 s by default)
-    and answered 503 database_unavailable, while the lock is still held."""
+    request that needs the table is cancelled at the pool's lock_timeout (1 s here, 5 s by
+    default) and answered 503 database_unavailable, while the lock is still held."""
+    live = make_live(lock_timeout=1.0)
     with live.client() as http:
         job = http.post("/v1/jobs", json={"kind": "noop", "payload": {}}, headers=auth(11))
         assert job.status_code == 202, job.text
@@ -68,10 +69,15 @@ def test_requests_behind_a_table_lock_answer_503_within_the_lock_timeout(live, s
     assert len(answers) == 8
     assert {(status, code) for status, code, _ in answers} == {(503, "database_unavailable")}
     slowest = max(seconds for _, _, seconds in answers)
-    assert slowest < 8, f"the slowest answer took {slowest:.1f} s; the lock timeout is 2 s"
+    assert slowest < 7, f"the slowest answer took {slowest:.1f} s; the lock timeout is 1 s"
     with live.service.pool.connection() as conn:
-        assert conn.execute("SHOW statement_timeout").fetchone()[0] == "5s"
-        assert conn.execute("SHOW lock_timeout").fetchone()[0] == "2s"
+        assert conn.execute("SHOW lock_timeout").fetchone()[0] == "1s"
+
+
+def test_every_pooled_connection_has_the_default_bounds(live):
+    with live.service.pool.connection() as conn:
+        assert conn.execute("SHOW statement_timeout").fetchone()[0] == "10s"
+        assert conn.execute("SHOW lock_timeout").fetchone()[0] == "5s"
 
 
 def test_readiness_fails_while_none_of_the_supervised_workers_runs(live):

@@ -30,6 +30,8 @@ HANDLERS = ["--handlers", "cachequeue.course.app.summaries:SUMMARY_HANDLERS"]
     (GOOD + ["--workers", "-1"] + HANDLERS, "--workers must be 0..32"),
     (GOOD + ["--workers", "1", "--concurrency", "0"] + HANDLERS, "--concurrency must be >= 1"),
     (GOOD + ["--shutdown-timeout", "-1"], "--shutdown-timeout must be 0..3600"),
+    (GOOD + ["--lock-timeout", "0"], "--lock-timeout must be > 0 and <= 300"),
+    (GOOD + ["--statement-timeout", "nan"], "--statement-timeout must be > 0 and <= 300"),
     (["serve", "--schema", "Bad-Name", *APP], "schema name must be lower-case"),
     (["serve", "--schema", "ch07"], "the following arguments are required: --app"),
 ])
@@ -103,3 +105,15 @@ def test_a_worker_that_exits_with_a_usage_error_is_not_restarted_and_stops_serve
     assert not any(thread.is_alive() for thread in workers._threads)
     assert workers.refused and workers.restarts == 0 and Refusing.spawned == 2
     assert workers.wait() == [2, 2]
+
+
+def test_serve_sets_the_services_statement_and_lock_timeouts():
+    from cachequeue import service
+    from cachequeue.cli.serving import _build
+
+    args = prepared(GOOD + ["--lock-timeout", "30", "--statement-timeout", "45"])
+    app = _build(args, lambda schema: service.create_app(schema, service.TokenTable({})))
+    built = app.state.service
+    assert (built.lock_timeout, built.statement_timeout) == (30.0, 45.0)
+    default = _build(prepared(GOOD), lambda schema: service.create_app(schema, service.TokenTable({})))
+    assert (default.state.service.lock_timeout, default.state.service.statement_timeout) == (5.0, 10.0)
