@@ -15,6 +15,12 @@ turns it on. `--metrics-port P` opens the operator listener (`--metrics-host`, d
 adds the queue's database-wide series there (give it to one process of a deployment, so
 they are exported once; see `service.exporter`).
 
+The service's own bounds, each overriding the app's setting when given: `--statement-timeout`
+and `--lock-timeout` (seconds, every statement of the pool), and the per-tenant limits
+`--submit-rate`/`--submit-burst` (submits per second, per process), `--max-pending`
+(pending jobs, in the database) and `--max-streams` (open event streams, per process),
+each answered 429 with Retry-After; 0 turns a limit off (see `service.tenantlimits`).
+
 `--workers N` starts N `cachequeue worker` processes on the same schema and keeps them
 running (see `cli.serving`: a worker that dies is started again, with a backoff), and
 tells the service which kinds they run: a job of any other kind would wait forever, so
@@ -86,6 +92,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lock-timeout", type=float, default=None, metavar="S",
                         help="the bound of every lock wait of the service (default: the "
                              "app's, 5 s for service.create_app)")
+    parser.add_argument("--submit-rate", type=float, default=None, metavar="R",
+                        help="per tenant: jobs submitted per second, then 429 (default: the "
+                             "app's, 100 for service.create_app; 0: no limit)")
+    parser.add_argument("--submit-burst", type=float, default=None, metavar="N",
+                        help="per tenant: submits allowed at once (default: the app's, 200)")
+    parser.add_argument("--max-pending", type=int, default=None, metavar="N",
+                        help="per tenant: pending jobs, then 429 (default: the app's, 2000; "
+                             "0: no limit)")
+    parser.add_argument("--max-streams", type=int, default=None, metavar="N",
+                        help="per tenant: open event streams, then 429 (default: the app's, "
+                             "100; 0: no limit)")
     parser.add_argument("--shutdown-timeout", type=float, default=10.0, metavar="S",
                         help="after a signal, how long workers may finish before they hand "
                              "jobs back (default 10)")
@@ -124,6 +141,13 @@ def prepare(args: argparse.Namespace) -> Callable[[], int]:
         value = getattr(args, option)
         if value is not None and not 0 < value <= 300:
             raise UsageError(f"--{option.replace('_', '-')} must be > 0 and <= 300 seconds, "
+                             f"got {value}")
+    limits = {"submit_rate": (0, 1e6), "submit_burst": (1, 1e6), "max_pending": (0, 10**9),
+              "max_streams": (0, 100_000)}
+    for option, (low, high) in limits.items():
+        value = getattr(args, option)
+        if value is not None and not low <= value <= high:  # NaN fails both
+            raise UsageError(f"--{option.replace('_', '-')} must be {low:g}..{high:g}, "
                              f"got {value}")
     if args.workers and not args.handlers:
         raise UsageError("--workers needs --handlers MODULE:ATTR")

@@ -255,7 +255,9 @@ def _build(args: argparse.Namespace, factory: Callable[..., Any]) -> Any:
     if isinstance(service, Service):
         service.configure(queue_metrics=args.queue_metrics, worker_kinds=args.worker_kinds,
                           statement_timeout=getattr(args, "statement_timeout", None),
-                          lock_timeout=getattr(args, "lock_timeout", None))
+                          lock_timeout=getattr(args, "lock_timeout", None),
+                          **{option: getattr(args, option, None) for option in
+                             ("submit_rate", "submit_burst", "max_pending", "max_streams")})
     elif args.metrics_port is not None:
         raise TypeError(f"--metrics-port: {args.app} did not build a service.create_app app")
     return app

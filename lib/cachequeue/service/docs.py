@@ -38,6 +38,7 @@ _WHY = {
     413: "Body too large",
     415: "Body not sent as application/json",
     422: "Well-formed, but not a valid request",
+    429: "A per-tenant limit: submit rate, pending jobs or open streams (Retry-After)",
     503: "Overloaded, or the database cannot be reached; see Retry-After",
 }
 

@@ -39,7 +39,7 @@ DATABASE_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, DatabaseUna
 # (422 "Unprocessable Entity" became "Unprocessable Content"), and the answers must not.
 _TITLES = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
            405: "Method Not Allowed", 409: "Conflict", 413: "Content Too Large",
-           415: "Unsupported Media Type", 422: "Unprocessable Content",
+           415: "Unsupported Media Type", 422: "Unprocessable Content", 429: "Too Many Requests",
            500: "Internal Server Error", 503: "Service Unavailable"}
 _CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
           405: "method_not_allowed", 413: "content_too_large", 415: "unsupported_media_type",

@@ -44,6 +44,7 @@ from .hub import Hub
 from .operations import CanRead, CheckSubmit, NotReady, check_ready
 from .problems import Problem
 from .streamreads import SharedReads
+from .tenantlimits import TenantLimits
 
 __all__ = ["LOGGER", "Service", "ServiceDep", "service_of"]
 
@@ -64,7 +65,10 @@ class Service:
     kind would wait forever, so submit refuses it; None: not known, every kind the queue
     knows is accepted), statement_timeout and lock_timeout (seconds: the bounds of every
     statement and lock wait on a pooled connection), stream_slots (connections the event
-    streams' re-reads may use at once; default half the pool; see `streamreads`).
+    streams' re-reads may use at once; default half the pool; see `streamreads`),
+    submit_rate and submit_burst (per tenant and process, jobs per second; 429), max_pending
+    (pending jobs per tenant, in the database; 429) and max_streams (open event streams per
+    tenant and process; 429); 0 turns any of these four off (see `tenantlimits`).
     """
 
     def __init__(self, schema: str, authenticator: Authenticator, *, url: str | None = None,
@@ -73,7 +77,9 @@ class Service:
                  retry_after: int = 1, max_in_flight: int | None = None,
                  queue_metrics: bool = False, counter_tenants: Collection[int] = (),
                  worker_kinds: Collection[str] | None = None, statement_timeout: float = 10.0,
-                 lock_timeout: float = 5.0, stream_slots: int | None = None) -> None:
+                 lock_timeout: float = 5.0, stream_slots: int | None = None,
+                 submit_rate: float = 100.0, submit_burst: float = 200.0,
+                 max_pending: int = 2000, max_streams: int = 100) -> None:
         self.schema = db.schema_name(schema)
         self.authenticator = check_callable(authenticator, "authenticator",
                                             "a callable token -> Principal | None")
@@ -99,6 +105,11 @@ class Service:
         self.worker_kinds: frozenset[str] | None = None
         self.workers_running: Callable[[], int] | None = None
         self.configure(queue_metrics=queue_metrics, worker_kinds=worker_kinds)
+        # Per tenant: the submit rate and open streams of this process (tenantlimits), and
+        # the pending jobs in the database (operations.submit_job); 0 turns one off.
+        self.limits = TenantLimits(submit_rate=submit_rate, submit_burst=submit_burst,
+                                   max_streams=max_streams)
+        self.max_pending = check_int(max_pending, "max_pending", minimum=0, maximum=10**9)
         self.in_flight = 0
         self._limiter: anyio.CapacityLimiter | None = None
         # The event streams' re-reads: shared per job, never shed (streamreads).
@@ -117,12 +128,23 @@ class Service:
                   worker_kinds: Collection[str] | None = None,
                   workers_running: Callable[[], int] | None = None,
                   statement_timeout: float | None = None,
-                  lock_timeout: float | None = None) -> None:
+                  lock_timeout: float | None = None, submit_rate: float | None = None,
+                  submit_burst: float | None = None, max_pending: int | None = None,
+                  max_streams: int | None = None) -> None:
         """Set what the process around the app knows (`cachequeue serve` calls this after
         the app's factory): whether it exports the queue's series, the kinds its
         workers run, how many of its worker processes run now (readiness fails when
-        none does), and the bounds of statements and lock waits (before `open()`: they
-        are settings of the pool's connections). None leaves a setting as it is."""
+        none does), the bounds of statements and lock waits (before `open()`: they
+        are settings of the pool's connections), and the per-tenant limits (before any
+        request). None leaves a setting as it is."""
+        if max_pending is not None:
+            self.max_pending = check_int(max_pending, "max_pending", minimum=0, maximum=10**9)
+        if (submit_rate, submit_burst, max_streams) != (None, None, None):
+            old = self.limits
+            self.limits = TenantLimits(
+                submit_rate=old.submit_rate if submit_rate is None else submit_rate,
+                submit_burst=old.submit_burst if submit_burst is None else submit_burst,
+                max_streams=old.max_streams if max_streams is None else max_streams)
         if statement_timeout is not None:
             self.statement_timeout = check_seconds(statement_timeout, "statement_timeout",
                                                    upper=300.0)

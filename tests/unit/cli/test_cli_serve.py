@@ -117,3 +117,30 @@ def test_serve_sets_the_services_statement_and_lock_timeouts():
     assert (built.lock_timeout, built.statement_timeout) == (30.0, 45.0)
     default = _build(prepared(GOOD), lambda schema: service.create_app(schema, service.TokenTable({})))
     assert (default.state.service.lock_timeout, default.state.service.statement_timeout) == (5.0, 10.0)
+
+
+def test_serve_sets_the_per_tenant_limits():
+    from cachequeue import service
+    from cachequeue.cli.serving import _build
+
+    def factory(schema):
+        return service.create_app(schema, service.TokenTable({}))
+
+    args = prepared(GOOD + ["--submit-rate", "5", "--submit-burst", "10", "--max-pending", "0",
+                            "--max-streams", "3"])
+    built = _build(args, factory).state.service
+    assert (built.limits.submit_rate, built.limits.submit_burst, built.max_pending,
+            built.limits.max_streams) == (5.0, 10.0, 0, 3)
+    default = _build(prepared(GOOD), factory).state.service
+    assert (default.limits.submit_rate, default.limits.submit_burst, default.max_pending,
+            default.limits.max_streams) == (100.0, 200.0, 2000, 100)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (GOOD + ["--submit-rate", "-1"], "--submit-rate must be 0..1e+06"),
+    (GOOD + ["--submit-burst", "0"], "--submit-burst must be 1..1e+06"),
+    (GOOD + ["--max-pending", "-5"], "--max-pending must be 0..1e+09"),
+    (GOOD + ["--max-streams", "nan"], "invalid int value"),
+])
+def test_bad_limits_are_usage_errors(capsys, argv, message):
+    assert_usage_error(capsys, argv, message)

@@ -205,7 +205,7 @@ def documents_router(store: DocumentStore) -> APIRouter:
 
     @router.post("/v1/documents/{document_id}/summaries", status_code=202,
                  openapi_extra=json_body(SUMMARY_REQUEST, required=False),
-                 responses=problems(400, 401, 403, 404, 413, 415, 422, 503))
+                 responses=problems(400, 401, 403, 404, 413, 415, 422, 429, 503))
     async def request_summary(document_id: DocumentId, principal: Caller, svc: ServiceDep,
                               request: Request):
         # The token was checked (Caller) before a byte of the body is read, and the body
@@ -215,6 +215,7 @@ def documents_router(store: DocumentStore) -> APIRouter:
         if raw.strip():
             require_json(request)
         template = summary_template(raw)
+        svc.limits.admit_submit(principal.tenant_id)  # the tenant's submit rate: 429
         job = await svc.call(_summary_or_problem, store, principal, number, template)
         answer = accepted(job.job_id, state=job.state, retry_after=svc.retry_after)
         if not job.created:  # the job of an earlier request for this summary

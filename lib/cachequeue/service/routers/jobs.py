@@ -84,15 +84,18 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 
 @router.post("", status_code=202, openapi_extra=json_body(JOB_REQUEST),
-             responses=problems(400, 401, 404, 413, 415, 422, 503))
+             responses=problems(400, 401, 404, 413, 415, 422, 429, 503))
 async def submit(request: Request, principal: Caller, service: ServiceDep,
                  idempotency_key_header: IdempotencyKey = None):
     key = idempotency_key(idempotency_key_header)
     require_json(request)
     job = parse_job_request(await read_body(request))
+    service.limits.admit_submit(principal.tenant_id)  # 429 before the database
     job_id, state = await service.call(submit_job, principal, job, key,
                                        check_submit=service.check_submit,
-                                       worker_kinds=service.worker_kinds)
+                                       worker_kinds=service.worker_kinds,
+                                       max_pending=service.max_pending,
+                                       retry_after=service.retry_after)
     return accepted(job_id, state=state,
                     retry_after=retry_after_for(service.retry_after, job.run_after))
 
@@ -129,6 +132,7 @@ async def _opening(job_id: JobId, principal: Caller,
     """Checks made before the stream starts, while a status code can still be chosen."""
     after = last_event_id(last_event_id_header)
     job_id = _job_id(job_id)
+    service.limits.check_stream(principal.tenant_id, service.retry_after)
     version = service.hub.version
     first = await service.call(_open, principal, job_id, after, service.can_read)
     if first.final and not first.events:
@@ -151,6 +155,7 @@ async def _stream(service: Service, opening: _Opening) -> AsyncIterator[ServerSe
         return history(conn, tenant_id=opening.tenant_id, job_id=job_id, after=since)
 
     sub = hub.subscribe(job_id)
+    service.limits.stream_started(opening.tenant_id)
     try:
         stale = hub.version != opening.version
         retry: int | None = RECONNECT_MS
@@ -173,6 +178,7 @@ async def _stream(service: Service, opening: _Opening) -> AsyncIterator[ServerSe
             batch = found
     finally:
         hub.unsubscribe(sub)
+        service.limits.stream_ended(opening.tenant_id)
 
 
 async def _reread(service: Service, key: tuple[int, int], after: int, read) -> History | None:
@@ -197,7 +203,7 @@ async def _reread(service: Service, key: tuple[int, int], after: int, read) -> H
             responses={200: {"description": "the job's events, then more as they happen",
                              "content": {"text/event-stream": {}}},
                        204: {"description": "the job is final and the client has every event"},
-                       **problems(400, 401, 404, 422, 503)})
+                       **problems(400, 401, 404, 422, 429, 503)})
 async def events(opening: Annotated[_Opening, Depends(_opening)],
                  service: ServiceDep) -> AsyncIterator[ServerSentEvent]:
     async for event in _stream(service, opening):
