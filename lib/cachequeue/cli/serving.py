@@ -271,13 +271,14 @@ def run(args: argparse.Namespace, factory: Callable[..., Any]) -> int:
     LOGGER.propagate = False
     sockets: list[socket.socket] = []
     try:
+        # The ports first: one in use is found before the factory creates a schema.
+        sockets.append(listen_socket(args.host, args.port))
+        if args.metrics_port is not None:
+            sockets.append(listen_socket(args.metrics_host, args.metrics_port))
         app = _build(args, factory)
         # The queue the service submits to: created if the app's factory has not (once).
         with db.connect(args.schema) as conn:
             queue.install(conn)
-        sockets.append(listen_socket(args.host, args.port))
-        if args.metrics_port is not None:
-            sockets.append(listen_socket(args.metrics_host, args.metrics_port))
     except Exception as exc:  # a broken app, an unreachable database, a port in use
         LOGGER.error(log_line(_NAME, "error", error=one_line(exc)))
         for sock in sockets:
