@@ -20,6 +20,11 @@ and `--lock-timeout` (seconds, every statement of the pool), and the per-tenant 
 `--submit-rate`/`--submit-burst` (submits per second, per process), `--max-pending`
 (pending jobs, in the database) and `--max-streams` (open event streams, per process),
 each answered 429 with Retry-After; 0 turns a limit off (see `service.tenantlimits`).
+`--limit-concurrency N` (default 1000) bounds the connections and tasks uvicorn serves at
+once (503 past it). uvicorn has no timeout for a client that connects and sends its headers
+slowly or not at all, so on a network with untrusted clients put a reverse proxy in front
+(nginx's `client_header_timeout`, or a load balancer's idle timeout); the access log never
+shows a query string (`cli.serving.RedactQuery`: a token sent in the URL stays out of it).
 
 `--workers N` starts N `cachequeue worker` processes on the same schema and keeps them
 running (see `cli.serving`: a worker that dies is started again, with a backoff), and
@@ -106,6 +111,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shutdown-timeout", type=float, default=10.0, metavar="S",
                         help="after a signal, how long workers may finish before they hand "
                              "jobs back (default 10)")
+    parser.add_argument("--limit-concurrency", type=int, default=1000, metavar="N",
+                        help="connections and tasks at once before uvicorn answers 503 "
+                             "(default 1000); slow clients are a reverse proxy's job")
     parser.add_argument("--no-access-log", dest="access_log", action="store_false",
                         help="do not log one line per request")
     parser.add_argument("--demo", action=argparse.BooleanOptionalAction, default=False,
@@ -149,6 +157,8 @@ def prepare(args: argparse.Namespace) -> Callable[[], int]:
         if value is not None and not low <= value <= high:  # NaN fails both
             raise UsageError(f"--{option.replace('_', '-')} must be {low:g}..{high:g}, "
                              f"got {value}")
+    if not 1 <= args.limit_concurrency <= 100_000:
+        raise UsageError(f"--limit-concurrency must be 1..100000, got {args.limit_concurrency}")
     if args.workers and not args.handlers:
         raise UsageError("--workers needs --handlers MODULE:ATTR")
     if args.handlers and not args.workers:

@@ -54,7 +54,8 @@ from ..service import Service, begin_shutdown, operator_app
 from ..service.runtime import LOGGER
 from .base import EXIT_HANDED_BACK, EXIT_USAGE
 
-__all__ = ["STABLE_SECONDS", "Listeners", "Supervisor", "listen_socket", "restart_delay", "run"]
+__all__ = ["STABLE_SECONDS", "Listeners", "RedactQuery", "Supervisor", "access_log_config",
+           "listen_socket", "restart_delay", "run"]
 
 _NAME = "service"  # the name in this command's log lines (as a worker's name is in its own)
 STABLE_SECONDS = 60.0  # a worker that ran this long before it exited starts again after 1 s
@@ -82,6 +83,28 @@ def listen_socket(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+class RedactQuery(logging.Filter):
+    """Drop the query string from uvicorn's access log lines: a client that puts a token
+    in the URL (`?access_token=...`) must not find it in the log. The path stays."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str) \
+                and "?" in args[2]:
+            record.args = (*args[:2], args[2].split("?", 1)[0] + "?[redacted]", *args[3:])
+        return True
+
+
+def access_log_config() -> dict[str, Any]:
+    """uvicorn's logging configuration with every line on stderr, as the workers' (uvicorn
+    sends its access log to stdout), and the access lines' query strings redacted."""
+    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    log_config.setdefault("filters", {})["redact_query"] = {"()": RedactQuery}
+    log_config["handlers"]["access"]["filters"] = ["redact_query"]
+    return log_config
 
 
 def restart_delay(quick_exits: int) -> float:
@@ -288,12 +311,10 @@ def run(args: argparse.Namespace, factory: Callable[..., Any]) -> int:
     if len(sockets) == 2:
         metrics_host, metrics_port = sockets[1].getsockname()[:2]
         app = Listeners(app, operator_app(app), metrics_port)
-    # Every log line on stderr, as the workers' (uvicorn sends its access log to stdout).
-    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
-    log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
     config = uvicorn.Config(app, access_log=args.access_log, timeout_graceful_shutdown=10,
                             timeout_keep_alive=KEEP_ALIVE_SECONDS, log_level="info",
-                            log_config=log_config)
+                            log_config=access_log_config(),
+                            limit_concurrency=args.limit_concurrency)
     workers = Supervisor(args) if args.workers else None
     server = _Server(config, workers)
     if workers is not None:

@@ -37,7 +37,8 @@ from .auth import Principal
 from .problems import Problem
 from .requests import HTTP_KEY_PREFIX, JobRequest, excerpt
 
-__all__ = ["HTTP_KEY_PREFIX", "CanRead", "CheckSubmit", "NotReady", "check_ready", "job_status",
+__all__ = ["HTTP_KEY_PREFIX", "CanRead", "CheckSubmit", "NotReady", "cancel_job", "check_ready",
+           "job_status",
            "readable", "submit_job", "submit_or_problem"]
 
 CanRead = Callable[[Principal, str, dict], bool]
@@ -159,6 +160,28 @@ def readable(conn: psycopg.Connection, principal: Principal, job_id: int,
                        {"job_id": job_id, "tenant_id": principal.tenant_id}).fetchone()
     if row is None or (can_read is not None and not can_read(principal, row[0], row[1])):
         raise _not_found(job_id)
+
+
+def cancel_job(conn: psycopg.Connection, principal: Principal, job_id: int,
+               can_read: CanRead | None = None) -> jobs.JobStatus:
+    """Cancel this tenant's pending or running job (`jobs.cancel`, with an audit row naming
+    the caller); the job as it is now. 404 as for a read; 409 `not_cancellable` for a job
+    that is done, failed or cancelled already (nothing written)."""
+    readable(conn, principal, job_id, can_read)
+    actor = (f"api:user:{principal.user_id}" if principal.user_id is not None
+             else f"api:tenant:{principal.tenant_id}")
+    if not jobs.cancel(conn, tenant_id=principal.tenant_id, job_id=job_id, actor=actor,
+                       reason="cancelled through the HTTP API"):
+        status = jobs.status(conn, tenant_id=principal.tenant_id, job_id=job_id)
+        if status is None:
+            raise _not_found(job_id)
+        raise Problem(409, "not_cancellable",
+                      f"job {job_id} is {status.state}; only a pending or running job can be "
+                      "cancelled")
+    status = jobs.status(conn, tenant_id=principal.tenant_id, job_id=job_id)
+    if status is None:
+        raise _not_found(job_id)
+    return status
 
 
 def job_status(conn: psycopg.Connection, principal: Principal, job_id: int,

@@ -117,12 +117,33 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise _DuplicateKey(f"the body has the key {excerpt(twice)} twice in one object")
+    return found
+
+
 def parse_json(raw: bytes) -> Any:
     """The JSON value of a body; a 400 Problem for anything a JSON parser should not be
-    asked to hold (not UTF-8, not JSON, a huge integer, nesting past MAX_JSON_DEPTH)."""
+    asked to hold (not UTF-8, a byte order mark, not JSON, a key twice in one object, a
+    huge integer, nesting past MAX_JSON_DEPTH). RFC 8259 §8.1: JSON between systems is
+    UTF-8 without a BOM; json.loads on bytes would guess UTF-16 or skip a BOM, so the
+    body is decoded here, strictly. A key twice (RFC 8259 §4: names SHOULD be unique)
+    would let two parsers read two different requests from one body."""
     try:
-        value = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        value = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise Problem(400, "malformed_json", str(exc)) from None
+    except UnicodeDecodeError:
+        raise Problem(400, "malformed_json", "the body is not valid JSON: it is not UTF-8") from None
+    except json.JSONDecodeError as exc:
         raise Problem(400, "malformed_json", f"the body is not valid JSON: {exc}") from None
     except ValueError:  # an integer of more than 4,300 digits (Python's conversion limit)
         raise Problem(400, "malformed_json",

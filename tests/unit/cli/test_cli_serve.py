@@ -144,3 +144,27 @@ def test_serve_sets_the_per_tenant_limits():
 ])
 def test_bad_limits_are_usage_errors(capsys, argv, message):
     assert_usage_error(capsys, argv, message)
+
+
+def test_the_access_log_never_shows_a_query_string():
+    import logging
+
+    from cachequeue.cli.serving import RedactQuery, access_log_config
+
+    record = logging.LogRecord("uvicorn.access", logging.INFO, "", 0,
+                               '%s - "%s %s HTTP/%s" %d',
+                               ("127.0.0.1:5", "GET", "/v1/jobs/1?access_token=cq11-secret",
+                                "1.1", 401), None)
+    assert RedactQuery().filter(record)
+    assert record.getMessage() == '127.0.0.1:5 - "GET /v1/jobs/1?[redacted] HTTP/1.1" 401'
+    config = access_log_config()
+    assert config["handlers"]["access"]["filters"] == ["redact_query"]
+    assert config["handlers"]["access"]["stream"] == "ext://sys.stderr"
+
+
+def test_limit_concurrency_is_checked():
+    from cachequeue import cli
+
+    assert prepared(GOOD).limit_concurrency == 1000
+    with pytest.raises(cli.UsageError, match="--limit-concurrency must be 1..100000"):
+        prepared(GOOD + ["--limit-concurrency", "0"])

@@ -3,6 +3,7 @@
     POST /v1/jobs                 {"kind", "payload", "max_attempts"?, "run_after"?}
                                   [Idempotency-Key: ...] -> 202, Location, Retry-After
     GET  /v1/jobs/{id}            -> {id, state, attempts, last_error, output, ...}
+    POST /v1/jobs/{id}/cancel     -> 200 {the job, cancelled}; 409 when it is final
     GET  /v1/jobs/{id}/events     [Last-Event-ID: n] -> text/event-stream, events n+1, ...
 
 Every route needs a bearer token, checked before anything else of the request is read
@@ -54,8 +55,8 @@ from ...queue import notify
 from ..auth import Caller, Principal
 from ..docs import JOB_REQUEST, json_body, problems
 from ..events import History, history
-from ..operations import job_status, readable, submit_job
-from ..problems import DATABASE_ERRORS
+from ..operations import cancel_job, job_status, readable, submit_job
+from ..problems import DATABASE_ERRORS, Problem
 from ..requests import (
     ID_PATTERN,
     MAX_KEY_CHARS,
@@ -87,6 +88,8 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
              responses=problems(400, 401, 404, 413, 415, 422, 429, 503))
 async def submit(request: Request, principal: Caller, service: ServiceDep,
                  idempotency_key_header: IdempotencyKey = None):
+    if len(request.headers.getlist("idempotency-key")) > 1:  # which one would count?
+        raise Problem(400, "bad_idempotency_key", "send one Idempotency-Key header, not several")
     key = idempotency_key(idempotency_key_header)
     require_json(request)
     job = parse_job_request(await read_body(request))
@@ -103,6 +106,14 @@ async def submit(request: Request, principal: Caller, service: ServiceDep,
 @router.get("/{job_id}", responses=problems(400, 401, 404, 422, 503))
 async def status(job_id: JobId, principal: Caller, service: ServiceDep):
     found = await service.call(job_status, principal, _job_id(job_id), service.can_read)
+    return status_response(found, retry_after=service.retry_after)
+
+
+@router.post("/{job_id}/cancel", responses=problems(400, 401, 404, 409, 422, 503))
+async def cancel(job_id: JobId, principal: Caller, service: ServiceDep):
+    """Cancel one of the tenant's own jobs while it is pending or running (a running
+    handler is told through its lease: its result is refused)."""
+    found = await service.call(cancel_job, principal, _job_id(job_id), service.can_read)
     return status_response(found, retry_after=service.retry_after)
 
 

@@ -1,0 +1,58 @@
+"""Smaller edges of the HTTP service (issue 32, item 8): bodies that are not UTF-8 JSON
+(a byte order mark, UTF-16, a key twice) and two Idempotency-Key headers are refused with
+nothing written; a tenant cancels its own job over HTTP (and only its own)."""
+
+import json
+
+import pytest
+from servicekit import auth
+
+from cachequeue.queue import jobs
+
+
+def rows(conn):
+    return conn.execute("SELECT count(*) FROM jobs").fetchone()[0]
+
+
+@pytest.mark.parametrize("body, said", [
+    (b"\xef\xbb\xbf" + json.dumps({"kind": "noop"}).encode(), "not valid JSON"),
+    (json.dumps({"kind": "noop"}).encode("utf-16"), "not UTF-8"),
+    (json.dumps({"kind": "noop"}).encode("utf-16-le"), "not valid JSON"),
+    (b'{"kind": "noop", "kind": "effect"}', "the key 'kind' twice"),
+    (b'{"kind": "noop", "payload": {"a": 1, "a": 2}}', "the key 'a' twice"),
+])
+def test_bodies_that_are_not_plain_utf8_json_are_400(live, conn, body, said):
+    with live.client() as http:
+        answer = http.post("/v1/jobs", content=body,
+                           headers=auth(11) | {"Content-Type": "application/json"})
+    assert (answer.status_code, answer.json()["code"]) == (400, "malformed_json"), answer.text
+    assert said in answer.json()["detail"]
+    assert rows(conn) == 0
+
+
+def test_two_idempotency_key_headers_are_400(live, conn):
+    with live.client() as http:
+        answer = http.post("/v1/jobs", json={"kind": "noop"},
+                           headers=[*auth(11).items(), ("Idempotency-Key", "a"),
+                                    ("Idempotency-Key", "b")])
+    assert (answer.status_code, answer.json()["code"]) == (400, "bad_idempotency_key")
+    assert rows(conn) == 0
+
+
+def test_a_tenant_cancels_its_own_job_and_nobody_elses(live, conn):
+    mine = jobs.submit(conn, tenant_id=1, kind="noop", payload={})
+    theirs = jobs.submit(conn, tenant_id=2, kind="noop", payload={})
+    with live.client() as http:
+        other = http.post(f"/v1/jobs/{theirs}/cancel", headers=auth(11))
+        missing = http.post("/v1/jobs/999999/cancel", headers=auth(11))
+        done = http.post(f"/v1/jobs/{mine}/cancel", headers=auth(11))
+        again = http.post(f"/v1/jobs/{mine}/cancel", headers=auth(11))
+        nobody = http.post(f"/v1/jobs/{mine}/cancel")
+    assert other.status_code == 404 and other.json() == {**missing.json(),
+                                                         "detail": f"no job {theirs}"}
+    assert (done.status_code, done.json()["state"]) == (200, "cancelled")
+    assert (again.status_code, again.json()["code"]) == (409, "not_cancellable")
+    assert nobody.status_code == 401
+    assert jobs.status(conn, tenant_id=2, job_id=theirs).state == "pending"
+    audit = conn.execute("SELECT actor FROM job_audit WHERE job_id = %s", [mine]).fetchall()
+    assert audit == [("api:user:11",)]
