@@ -201,3 +201,43 @@ def test_many_streams_of_one_job_share_their_re_reads(make_live, conn, monkeypat
     opened, started, woken_reads = asyncio.run(main())
     assert (opened, started) == (streams, streams)
     assert woken_reads < streams // 4, f"{woken_reads} reads for {streams} streams of one job"
+
+
+def test_a_stream_whose_re_read_keeps_failing_ends_cleanly_with_a_retry_hint(
+        live, conn, monkeypatch, caplog):
+    """The database stays away longer than STREAM_OUTAGE_SECONDS (0 here): the started 200
+    ends with a comment and `retry:`, no exception; the client resumes with Last-Event-ID."""
+    import psycopg
+
+    calls = []
+
+    def failing(connection, **kw):
+        calls.append(kw["after"])
+        if len(calls) > 1:  # the opening read works, every re-read fails
+            raise psycopg.OperationalError("the database went away")
+        return failing.__wrapped__(connection, **kw)
+
+    failing.__wrapped__ = jobs_routes.history
+    monkeypatch.setattr(jobs_routes, "history", failing)
+    monkeypatch.setattr(jobs_routes, "STREAM_OUTAGE_SECONDS", 0.0)
+    job_id = jobs.submit(conn, tenant_id=1, kind="noop", payload={})
+    url = f"/v1/jobs/{job_id}/events"
+    with live.client() as http, http.stream("GET", url, headers=auth(11)) as response:
+        lines = response.iter_lines()
+        seen = []
+        for line in lines:
+            seen.append(line)
+            if line.startswith("data:"):
+                break
+        jobs.claim(conn, lease=30)  # wakes the stream: its re-read fails
+        seen += list(lines)  # ends: the iteration stops
+    monkeypatch.setattr(jobs_routes, "history", failing.__wrapped__)
+    with live.client() as http, connect_sse(http, "GET", url,
+                                            headers=auth(11) | {"Last-Event-ID": "1"}) as source:
+        resumed = read(source.iter_sse(), 1)
+    assert response.status_code == 200
+    assert any(line.startswith(": the stream ends here") for line in seen), seen
+    assert "retry: 1000" in seen[-3:] or "retry: 1000" in seen, seen
+    assert not any(line.startswith("event: started") for line in seen)
+    assert resumed == [("2", "started", "running")]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= 40] == []

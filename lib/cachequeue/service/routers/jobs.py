@@ -205,6 +205,8 @@ async def _reread(service: Service, key: tuple[int, int], after: int, read) -> H
                 return None
             pause = min(_RETRY_CAP, pause * 2)
             await asyncio.sleep(pause * random.uniform(0.5, 1.0))  # jitter: not in step
+            if service.hub.closing:  # the server is stopping: the client resumes elsewhere
+                return None
         except Exception as exc:  # a bug: the stream ends cleanly, the log says why
             service.log("stream-error", job_id=key[1], type=type(exc).__name__)
             return None
