@@ -77,9 +77,15 @@ STREAM_OUTAGE_SECONDS = 60.0  # how long a stream's re-read is retried before it
 _RETRY_CAP = 2.0  # seconds: the longest pause between two tries of a failed re-read
 JobId = Annotated[str, Path(pattern=ID_PATTERN, max_length=19,
                             description="a job id: decimal digits, no sign, no leading zero")]
+# The schema extras only describe (the OpenAPI document); the checks, and their 400s, are
+# requests.idempotency_key and requests.last_event_id.
 IdempotencyKey = Annotated[str | None, Header(
     alias="Idempotency-Key", description=f"at most {MAX_KEY_CHARS} characters; a repeat with "
-    "the same key returns the first job")]
+    "the same key returns the first job; send one", json_schema_extra={
+        "minLength": 1, "maxLength": MAX_KEY_CHARS, "pattern": r"\S"})]
+LastEventId = Annotated[str | None, Header(
+    alias="Last-Event-ID", description="the number of the last event the client has",
+    json_schema_extra={"pattern": "^[0-9]{0,18}$"})]
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -138,7 +144,7 @@ def _open(conn, principal: Principal, job_id: int, after: int, can_read) -> Hist
 
 async def _opening(job_id: JobId, principal: Caller,
                    service: ServiceDep,
-                   last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+                   last_event_id_header: LastEventId = None,
                    ) -> _Opening:
     """Checks made before the stream starts, while a status code can still be chosen."""
     after = last_event_id(last_event_id_header)
