@@ -223,6 +223,15 @@ def job_id(text: str, what: str = "job", maximum: int = MAX_ID) -> int:
     return int(text)
 
 
+def _as_sent(header: str) -> str:
+    """A header value as the client wrote it: the server decodes header bytes as Latin-1,
+    so UTF-8 text ("²") arrives as mojibake ("Â²"); quoted back, it should read as sent."""
+    try:
+        return header.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return header
+
+
 def last_event_id(header: str | None) -> int:
     """The Last-Event-ID header: the number of the last event the client has (0 when absent)."""
     if header is None or header.strip() == "":
@@ -230,5 +239,6 @@ def last_event_id(header: str | None) -> int:
     text = header.strip()
     if not _DIGITS.fullmatch(text) or int(text) > MAX_ID:
         raise Problem(400, "bad_last_event_id",
-                      f"Last-Event-ID must be an event number from this stream, got {excerpt(text)}")
+                      f"Last-Event-ID must be an event number from this stream, got "
+                      f"{excerpt(_as_sent(text))}")
     return int(text)

@@ -56,3 +56,12 @@ def test_a_tenant_cancels_its_own_job_and_nobody_elses(live, conn):
     assert jobs.status(conn, tenant_id=2, job_id=theirs).state == "pending"
     audit = conn.execute("SELECT actor FROM job_audit WHERE job_id = %s", [mine]).fetchall()
     assert audit == [("api:user:11",)]
+
+
+def test_a_bad_last_event_id_is_quoted_as_it_was_sent(live, conn):
+    job_id = jobs.submit(conn, tenant_id=1, kind="noop", payload={})
+    with live.client() as http:
+        answer = http.get(f"/v1/jobs/{job_id}/events",
+                          headers=auth(11) | {"Last-Event-ID": "²".encode()})
+    assert (answer.status_code, answer.json()["code"]) == (400, "bad_last_event_id")
+    assert answer.json()["detail"].endswith("got '²'"), answer.json()["detail"]
