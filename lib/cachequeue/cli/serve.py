@@ -21,10 +21,12 @@ and `--lock-timeout` (seconds, every statement of the pool), and the per-tenant 
 (pending jobs, in the database) and `--max-streams` (open event streams, per process),
 each answered 429 with Retry-After; 0 turns a limit off (see `service.tenantlimits`).
 `--limit-concurrency N` (default 1000) bounds the connections and tasks uvicorn serves at
-once (503 past it). uvicorn has no timeout for a client that connects and sends its headers
-slowly or not at all, so on a network with untrusted clients put a reverse proxy in front
-(nginx's `client_header_timeout`, or a load balancer's idle timeout); the access log never
-shows a query string (`cli.serving.RedactQuery`: a token sent in the URL stays out of it).
+once (503 past it), and every request head has a deadline (`cli.serving.BoundedH11Protocol`:
+20 s from the connection's opening, keep-alive + 20 s after a response), so a client that
+connects and sends nothing, or its headers a byte at a time, is closed; a request that has
+begun (an event stream) is not. On a network with untrusted clients a reverse proxy in front
+still does this better (buffering, TLS, per-client limits). The access log never shows a
+query string (`cli.serving.RedactQuery`: a token sent in the URL stays out of it).
 
 `--workers N` starts N `cachequeue worker` processes on the same schema and keeps them
 running (see `cli.serving`: a worker that dies is started again, with a backoff), and

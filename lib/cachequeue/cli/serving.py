@@ -32,6 +32,7 @@ the operator app (`service.operator_app`, /metrics) or the public app.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import copy
 import ctypes
 import logging
@@ -47,6 +48,7 @@ from typing import Any
 
 import uvicorn
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .. import db, queue
 from ..queue.logline import formatter, log_line, one_line
@@ -54,8 +56,8 @@ from ..service import Service, begin_shutdown, operator_app
 from ..service.runtime import LOGGER
 from .base import EXIT_HANDED_BACK, EXIT_USAGE
 
-__all__ = ["STABLE_SECONDS", "Listeners", "RedactQuery", "Supervisor", "access_log_config",
-           "listen_socket", "restart_delay", "run"]
+__all__ = ["HEADER_SECONDS", "STABLE_SECONDS", "BoundedH11Protocol", "Listeners", "RedactQuery",
+           "Supervisor", "access_log_config", "listen_socket", "restart_delay", "run"]
 
 _NAME = "service"  # the name in this command's log lines (as a worker's name is in its own)
 STABLE_SECONDS = 60.0  # a worker that ran this long before it exited starts again after 1 s
@@ -67,6 +69,60 @@ _BACKOFF_CAP = 30.0
 # first races the client's next request on that connection, which then fails with
 # "connection reset by peer" (uvicorn's own default is 5 s, the same as httpx's).
 KEEP_ALIVE_SECONDS = 75
+
+
+# How long a connection may take to send a whole request head: from its opening, and from
+# the end of its previous response plus the keep-alive time (KEEP_ALIVE_SECONDS).
+HEADER_SECONDS = 20.0
+
+
+class BoundedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a deadline for every request head. uvicorn arms its
+    keep-alive timer only after a response and cancels it on every byte received, so a
+    connection that never sends a request, or sends its headers a byte at a time
+    (slowloris), was held for as long as the client liked. Here a connection that has not
+    completed a request head HEADER_SECONDS after it opened, or KEEP_ALIVE_SECONDS +
+    HEADER_SECONDS after its last response, is closed. A request that has begun (an event
+    stream, a slow upload) is not affected: the deadline is for the head only."""
+
+    header_seconds = HEADER_SECONDS
+
+    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._head_deadline: asyncio.TimerHandle | None = None
+        self._arm_head_deadline(self.header_seconds)
+
+    def _arm_head_deadline(self, seconds: float) -> None:
+        self._cancel_head_deadline()
+        self._head_deadline = self.loop.call_later(seconds, self._head_too_slow)
+
+    def _cancel_head_deadline(self) -> None:
+        deadline = getattr(self, "_head_deadline", None)
+        if deadline is not None:
+            deadline.cancel()
+            self._head_deadline = None
+
+    def _head_too_slow(self) -> None:
+        self._head_deadline = None
+        waiting = self.cycle is None or self.cycle.response_complete
+        if waiting and not self.transport.is_closing():
+            self.transport.close()
+
+    def handle_events(self) -> None:
+        before = self.cycle
+        super().handle_events()
+        if self.cycle is not before:  # a request head arrived: its body and answer may take long
+            self._cancel_head_deadline()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing() and (self.cycle is None
+                                                or self.cycle.response_complete):
+            self._arm_head_deadline(self.timeout_keep_alive + self.header_seconds)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_head_deadline()
+        super().connection_lost(exc)
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
@@ -314,7 +370,8 @@ def run(args: argparse.Namespace, factory: Callable[..., Any]) -> int:
     config = uvicorn.Config(app, access_log=args.access_log, timeout_graceful_shutdown=10,
                             timeout_keep_alive=KEEP_ALIVE_SECONDS, log_level="info",
                             log_config=access_log_config(),
-                            limit_concurrency=args.limit_concurrency)
+                            limit_concurrency=args.limit_concurrency,
+                            http=BoundedH11Protocol)
     workers = Supervisor(args) if args.workers else None
     server = _Server(config, workers)
     if workers is not None:
