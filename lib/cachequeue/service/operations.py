@@ -71,7 +71,11 @@ def submit_or_problem(conn: psycopg.Connection, principal: Principal, kind: str,
     except PayloadTooLarge as exc:
         raise Problem(413, "payload_too_large", str(exc)) from None
     except (InvalidJob, TypeError, ValueError) as exc:
-        raise Problem(422, "invalid_job", str(exc)) from None
+        text = str(exc)
+        when = options.get("run_after")
+        if isinstance(when, datetime):  # as the client wrote it, not a Python repr
+            text = text.replace(repr(when), when.isoformat())
+        raise Problem(422, "invalid_job", text) from None
 
 
 def _refuse_unserved(kind: str, worker_kinds: Collection[str] | None) -> None:

@@ -198,6 +198,9 @@ def parse_job_request(raw: bytes) -> JobRequest:
         run_after = _run_after(body.get("run_after"))
     except PayloadTooLarge as exc:
         raise Problem(413, "payload_too_large", str(exc)) from None
+    except UnicodeError:  # a lone surrogate ("\ud800") cannot be UTF-8: say so in words
+        raise _invalid("the payload is not valid Unicode text: it has a lone surrogate "
+                       "(U+D800 to U+DFFF)") from None
     except (InvalidJob, TypeError, ValueError) as exc:
         raise _invalid(str(exc)) from None
     return JobRequest(kind, payload, max_attempts, run_after)

@@ -33,7 +33,7 @@ from typing import Annotated, Any, TypeVar
 import anyio
 import psycopg
 from fastapi import Depends, Request
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from .. import db
 from ..checks import check_bool, check_callable, check_int, check_seconds, check_text
@@ -218,16 +218,32 @@ class Service:
 
     async def ready(self) -> str | None:
         """None when claims and commits would succeed now (operations.check_ready says what
-        that proves), answered within ready_timeout; otherwise the reason, in one line."""
+        that proves), answered within ready_timeout; otherwise the reason, in one line.
+        The reason is public (`/readyz` needs no token): it says what is wrong in words,
+        never a driver's exception class or message; the service log has those."""
         try:
             with anyio.fail_after(self.ready_timeout + 0.5):
                 # abandon_on_cancel: a hung connection must not hold the answer back.
                 await anyio.to_thread.run_sync(self._ready, abandon_on_cancel=True)
         except TimeoutError:
             return f"no answer within {self.ready_timeout:g} s"
-        except (psycopg.Error, NotReady) as exc:
-            return one_line(exc)
+        except NotReady as exc:
+            return str(exc)
+        except psycopg.Error as exc:
+            self.log("not-ready", error=one_line(exc))
+            return _public_reason(exc, self.ready_timeout)
         return None
+
+
+def _public_reason(exc: psycopg.Error, timeout: float) -> str:
+    """What a failed readiness check may say in public about a database error."""
+    if isinstance(exc, PoolTimeout):
+        return f"no database connection within {timeout:g} s"
+    if isinstance(exc, psycopg.errors.QueryCanceled | psycopg.errors.LockNotAvailable):
+        return f"the check did not finish within {timeout:g} s"
+    if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        return "the database cannot be reached"
+    return "the database refused the check"
 
 
 def _ms(seconds: float) -> int:

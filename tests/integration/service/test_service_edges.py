@@ -65,3 +65,17 @@ def test_a_bad_last_event_id_is_quoted_as_it_was_sent(live, conn):
                           headers=auth(11) | {"Last-Event-ID": "²".encode()})
     assert (answer.status_code, answer.json()["code"]) == (400, "bad_last_event_id")
     assert answer.json()["detail"].endswith("got '²'"), answer.json()["detail"]
+
+
+@pytest.mark.parametrize("body, said, unsaid", [
+    ('{"kind": "noop", "run_after": "9999-12-31T23:59:59-14:00"}',
+     "9999-12-31T23:59:59-14:00", "datetime."),
+    ('{"kind": "noop", "payload": {"a": "x\\ud800"}}', "lone surrogate", "codec"),
+])
+def test_details_say_what_was_sent_not_a_python_repr(live, conn, body, said, unsaid):
+    with live.client() as http:
+        answer = http.post("/v1/jobs", content=body.encode(),
+                           headers=auth(11) | {"Content-Type": "application/json"})
+    assert (answer.status_code, answer.json()["code"]) == (422, "invalid_job"), answer.text
+    assert said in answer.json()["detail"] and unsaid not in answer.json()["detail"]
+    assert rows(conn) == 0

@@ -150,3 +150,21 @@ def test_a_server_that_takes_no_writes_is_not_ready(schema):
         standby_like.execute("SET default_transaction_read_only = on")
         with pytest.raises(NotReady, match="does not take writes"):
             check_ready(standby_like, 1.0)
+
+
+@pytest.mark.private_server  # the server it stops is its own
+def test_a_public_readiness_answer_names_no_driver_class(server):
+    app = webapp.create_app("svc_reasons", url=server.url, ready_timeout=1.0, pool_timeout=1.0)
+    uv, thread, url = serve(app)[:3]
+    try:
+        with httpx.Client(base_url=url, timeout=30) as http:
+            server.stop()
+            down = http.get("/readyz")
+            server.start()
+            wait_until(lambda: http.get("/readyz").status_code == 200, 60, "ready again")
+    finally:
+        stop(app, uv, thread)
+    detail = down.json()["detail"]
+    assert down.status_code == 503 and detail.startswith("the database is not usable: ")
+    assert not any(name in detail for name in ("PoolTimeout", "OperationalError",
+                                               "QueryCanceled", "NotReady", "psycopg"))
