@@ -18,10 +18,10 @@ down or hung) is 503 `database_unavailable`, as before.
 
 Every statement on a pooled connection is bounded: `statement_timeout` (default 10 s) and
 `lock_timeout` (default 5 s, as long as a request waits for a connection) are session
-settings of each connection (`cachequeue serve --statement-timeout/--lock-timeout`). A statement that
-waits behind a lock (a migration's `LOCK TABLE`, a long `ALTER`) is cancelled at the
-bound and its request answered 503 `database_unavailable` with Retry-After, instead of
-holding a connection and a client for as long as the lock is held.
+settings of each connection (`cachequeue serve --statement-timeout/--lock-timeout`). A
+statement that waits behind a lock (a migration's `LOCK TABLE`, a long `ALTER`) is
+cancelled at the bound and its request answered 503 `database_unavailable` with
+Retry-After, instead of holding a connection and a client for as long as the lock is held.
 """
 
 from __future__ import annotations
