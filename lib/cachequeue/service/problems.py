@@ -29,7 +29,7 @@ from ..errors import DatabaseUnavailable
 from ..queue.logline import log_line
 
 __all__ = ["DATABASE_ERRORS", "MAX_DETAIL_CHARS", "MEDIA_TYPE", "Problem", "install",
-           "problem_response"]
+           "problem_response", "unexpected_response"]
 
 MEDIA_TYPE = "application/problem+json"
 MAX_DETAIL_CHARS = 300
@@ -90,10 +90,15 @@ async def _validation(request: Request, exc: RequestValidationError) -> Response
     return problem_response(422, "invalid_request", "; ".join(parts) or "invalid request")
 
 
-async def _unexpected(request: Request, exc: Exception) -> Response:
+def unexpected_response(path: str, exc: BaseException) -> JSONResponse:
+    """The 500 of an error no handler expected, logged with its type only."""
     _LOG.error(log_line("service", "unexpected-error", type=type(exc).__name__,
-                        path=request.url.path[:100]))
+                        path=path[:100]))
     return problem_response(500, "internal_error", "the service failed to answer; this is a bug")
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    return unexpected_response(request.url.path, exc)
 
 
 async def _database(request: Request, exc: Exception) -> Response:

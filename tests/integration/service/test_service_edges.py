@@ -79,3 +79,44 @@ def test_details_say_what_was_sent_not_a_python_repr(live, conn, body, said, uns
     assert (answer.status_code, answer.json()["code"]) == (422, "invalid_job"), answer.text
     assert said in answer.json()["detail"] and unsaid not in answer.json()["detail"]
     assert rows(conn) == 0
+
+
+def test_an_unexpected_error_is_a_500_and_its_connection_stays_usable(schema, caplog):
+    """A bug in a route is a 500 problem, logged with its type; the kept-alive connection
+    is not closed under the client (uvicorn closes it when the application raises, and the
+    client's next request met a reset: chapter 07's refused commit)."""
+    import socket
+
+    from fastapi import APIRouter
+    from servicekit import serve, stop
+
+    from cachequeue import service
+
+    router = APIRouter()
+
+    @router.get("/boom")
+    async def boom():
+        raise RuntimeError("a bug")
+
+    app = service.create_app(schema, service.TokenTable({}), routers=[router])
+    uv, thread, url = serve(app)[:3]
+    try:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+            answers = []
+            for path in ("/boom", "/healthz"):
+                conn.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                received = b""
+                while b"\r\n\r\n" not in received or not received.rstrip().endswith(b"}"):
+                    chunk = conn.recv(4096)
+                    if not chunk:
+                        break
+                    received += chunk
+                answers.append(received)
+    finally:
+        stop(app, uv, thread)
+    assert answers[0].startswith(b"HTTP/1.1 500") and b'"internal_error"' in answers[0]
+    assert answers[1].startswith(b"HTTP/1.1 200"), answers[1][:100]  # the same connection
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("unexpected-error type=RuntimeError" in m for m in messages)
+    assert not any("Exception in ASGI application" in m for m in messages)
