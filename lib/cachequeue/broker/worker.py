@@ -347,9 +347,23 @@ class BrokerWorker:
 
     def _delivery(self, msg) -> fence.Delivery:
         meta = msg.metadata
+        kind, msg_id = self.names.kind_of(msg.subject), (msg.headers or {}).get("Nats-Msg-Id")
+        if "\x00" in kind or "\x00" in (msg_id or ""):  # PostgreSQL text cannot hold it
+            raise ValueError("a NUL character in the subject or the Nats-Msg-Id")
         return fence.Delivery(stream=self.names.stream, seq=meta.sequence.stream,
-                              delivery=meta.num_delivered, kind=self.names.kind_of(msg.subject),
-                              worker=self.name, msg_id=(msg.headers or {}).get("Nats-Msg-Id"))
+                              delivery=meta.num_delivered, kind=kind, worker=self.name,
+                              msg_id=msg_id)
+
+    def _stand_in(self, msg) -> fence.Delivery:
+        """A Delivery for a message whose own headers or subject the fence refuses (a
+        Nats-Msg-Id over 1,000 characters, a kind token over 200): the kind cut to what
+        the table takes, no msg_id. Anyone who may publish on the subjects sets these."""
+        meta = msg.metadata
+        kind = self.names.kind_of(msg.subject).replace("\x00", "?")
+        if not kind.strip():
+            kind = "?"
+        return fence.Delivery(stream=self.names.stream, seq=meta.sequence.stream,
+                              delivery=meta.num_delivered, kind=kind[:200], worker=self.name)
 
     async def _ack(self, msg, delivery: fence.Delivery) -> None:
         try:
@@ -364,7 +378,23 @@ class BrokerWorker:
                 await msg.in_progress()
 
     async def _process(self, msg) -> None:
-        delivery = self._delivery(msg)
+        """One delivery, to its end: a result, a retry (nak with a delay) or a dead letter.
+        Whatever goes wrong outside the handler (the database is gone) is logged and the
+        message stays unacknowledged: it comes back after ack_wait, a retry of its own."""
+        try:
+            try:
+                delivery = self._delivery(msg)
+            except (TypeError, ValueError) as exc:  # headers or subject the fence refuses
+                await self._failed(msg, self._stand_in(msg),
+                                   InvalidJob(f"the message cannot be registered: {one_line(exc)}"))
+                return
+            await self._run(msg, delivery)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._log("process-failed", seq=_seq(msg), error=one_line(exc))
+
+    async def _run(self, msg, delivery: fence.Delivery) -> None:
         state = await self._in_db(fence.begin, delivery)
         if state == "done":  # recorded before, only the ack was lost
             self.stats["redone"] += 1
@@ -383,7 +413,7 @@ class BrokerWorker:
         beat = asyncio.ensure_future(self._heartbeat(msg)) if self.heartbeat else None
         error: BaseException | None = None
         try:
-            payload = json.loads(msg.data)
+            payload = _parse(msg.data)
             handler = self.handlers.get(delivery.kind)
             if handler is None:
                 raise InvalidJob(f"no handler for kind {delivery.kind!r}")
@@ -412,11 +442,8 @@ class BrokerWorker:
     async def _failed(self, msg, delivery: fence.Delivery, error: BaseException) -> None:
         attempts = min(self.retry.max_attempts, delivery.delivery)
         if isinstance(error, InvalidJob) or delivery.delivery >= self.retry.max_attempts:
-            payload = None
-            with contextlib.suppress(ValueError):
-                payload = json.loads(msg.data)
-            await self._in_db(lambda conn, d: fence.dead_letter(
-                conn, d, reason="failed", payload=payload, error=one_line(error, 1000)), delivery)
+            await self._in_db(lambda conn, d: _dead_letter(
+                conn, d, reason="failed", data=msg.data, error=one_line(error, 1000)), delivery)
             self.stats["dead"] += 1
             self._log("dead", seq=delivery.seq, attempts=attempts, error=one_line(error))
             with contextlib.suppress(Exception):
@@ -439,20 +466,56 @@ class BrokerWorker:
         except Exception as exc:  # already removed by another worker, or a bad advisory
             self._log("advisory-skipped", error=one_line(exc))
             return
-        payload = None
-        with contextlib.suppress(ValueError, TypeError):
-            payload = json.loads(stored.data)
-        delivery = fence.Delivery(stream=self.names.stream, seq=seq,
-                                  delivery=int(said.get("deliveries") or self.retry.max_attempts),
-                                  kind=self.names.kind_of(stored.subject), worker=self.name,
-                                  msg_id=(stored.headers or {}).get("Nats-Msg-Id"))
-        if await self._in_db(lambda conn, d: fence.dead_letter(
-                conn, d, reason="max_deliveries", payload=payload,
-                error="ack_wait expired on every delivery"), delivery):
-            self.stats["dead"] += 1
-            self._log("dead", seq=seq, attempts=delivery.delivery, reason="max_deliveries")
+        try:
+            deliveries = int(said.get("deliveries") or self.retry.max_attempts)
+            kind = self.names.kind_of(stored.subject)
+            msg_id = (stored.headers or {}).get("Nats-Msg-Id")
+            try:
+                delivery = fence.Delivery(stream=self.names.stream, seq=seq, delivery=deliveries,
+                                          kind=kind, worker=self.name, msg_id=msg_id)
+            except (TypeError, ValueError):  # a header or subject the fence refuses
+                delivery = fence.Delivery(stream=self.names.stream, seq=seq, delivery=deliveries,
+                                          kind=(kind if kind.strip() else "?")[:200],
+                                          worker=self.name)
+            if await self._in_db(lambda conn, d: _dead_letter(
+                    conn, d, reason="max_deliveries", data=stored.data,
+                    error="ack_wait expired on every delivery"), delivery):
+                self.stats["dead"] += 1
+                self._log("dead", seq=seq, attempts=delivery.delivery, reason="max_deliveries")
+        except Exception as exc:  # the database is gone: the message stays, logged
+            self._log("advisory-failed", seq=seq, error=one_line(exc))
+            return
         with contextlib.suppress(Exception):
             await js.delete_msg(self.names.stream, seq)
+
+
+def _parse(data: bytes) -> Any:
+    """The message's JSON body; InvalidJob (a dead letter at once, no retry can help) when
+    it is not JSON, not UTF-8, has a number too long to convert, or nests deeper than the
+    parser's recursion allows."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidJob(f"the body is not JSON a worker can read: {one_line(exc, 200)}") from None
+
+
+def _dead_letter(conn: psycopg.Connection, delivery: fence.Delivery, *, reason: str,
+                 data: bytes, error: str) -> bool:
+    """fence.dead_letter with the body as its payload when the body is JSON the table takes
+    (within the payload limit), else with no payload and the reason said in `error`."""
+    try:
+        payload = _parse(data)
+        return fence.dead_letter(conn, delivery, reason=reason, payload=payload, error=error)
+    except (InvalidJob, psycopg.DataError) as exc:  # unreadable, too large, not storable
+        note = f"{error} (payload not stored: {one_line(exc, 200)})"
+        return fence.dead_letter(conn, delivery, reason=reason, payload=None, error=note[:10_000])
+
+
+def _seq(msg) -> int | str:
+    try:
+        return msg.metadata.sequence.stream
+    except Exception:
+        return "?"
 
 
 def _waited(headers: Mapping[str, str] | None) -> float | str:

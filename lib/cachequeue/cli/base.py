@@ -41,6 +41,11 @@ class Command:
     prepare: Callable[[argparse.Namespace], Callable[[], int]]
 
 
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
 def import_attribute(spec: str, option: str, what: str) -> Any:
     """The object named by "MODULE:ATTR" (the value of `--option`), or a UsageError that
     says in one line what is wrong; `what` names the module's role ("handler", "app")."""
@@ -51,6 +56,9 @@ def import_attribute(spec: str, option: str, what: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise UsageError(f"cannot import {what} module {module_name!r}: {exc}") from None
+    except (Exception, SystemExit) as exc:  # it raised (or exited) while it was imported
+        raise UsageError(f"{what} module {module_name!r} failed on import: "
+                         f"{type(exc).__name__}: {_one_line(exc)}") from None
     try:
         return getattr(module, attr)
     except AttributeError:

@@ -25,7 +25,8 @@ from .base import EXIT_USAGE, UsageError
 
 __all__ = ["prepare"]
 
-_POSTGRES_ONLY = {"kinds": None, "listen": True, "fair": False, "tenant_cap": None}
+_POSTGRES_ONLY = {"kinds": None, "listen": True, "fair": False, "tenant_cap": None,
+                  "batch": None, "batch_wait": None, "no_batch": False}
 
 
 def prepare(args: argparse.Namespace, load_handlers: Callable, run: Callable) -> Callable[[], int]:

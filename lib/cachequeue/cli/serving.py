@@ -10,13 +10,19 @@ up to 30 s, so a worker that cannot start does not spin. Each exit and start is 
 (`worker-exited name= pid= code= restart_in=`, `worker-started name= pid=`) and counts in
 the operator listener's `cq_worker_restarts_total`; `cq_workers_running` says how many run.
 
-Restarting, not failing readiness, is the answer chosen for a dead worker: /readyz tells a
-load balancer whether *this HTTP process* can take requests, and it can: the request is
+Restarting, not failing readiness, is the answer chosen for one dead worker: /readyz tells
+a load balancer whether *this HTTP process* can take requests, and it can: the request is
 persisted whoever runs it later, and the jobs the dead worker held come back when their
 lease expires. Failing readiness would take a working API out of service for a fault it
-cannot mend, while the supervisor mends it within seconds. A worker that keeps dying
-shows as restarts in the log and the metric; the jobs it cannot run end failed after their
-attempts, as with any worker.
+cannot mend, while the supervisor mends it within seconds. Only when *no* worker of this
+process runs does /readyz answer 503 (`no worker process is running`): the jobs it would
+accept would wait for a restart at best. A worker that keeps dying shows as restarts in the
+log and the metric; the jobs it cannot run end failed after their attempts, as with any
+worker.
+
+A worker that exits with status 2 (a usage error: it refused its arguments, its handlers'
+module failed to import) is not restarted: it would refuse them again, for ever. The
+supervisor logs `worker-refused` and stops the whole command (exit status 2).
 
 **The operator listener.** With `--metrics-port`, uvicorn serves two sockets; `Listeners`
 sends each request to the app of the socket it arrived on (the port of `scope["server"]`):
@@ -26,6 +32,7 @@ the operator app (`service.operator_app`, /metrics) or the public app.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import copy
 import ctypes
 import logging
@@ -41,14 +48,16 @@ from typing import Any
 
 import uvicorn
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .. import db, queue
 from ..queue.logline import formatter, log_line, one_line
 from ..service import Service, begin_shutdown, operator_app
 from ..service.runtime import LOGGER
-from .base import EXIT_HANDED_BACK
+from .base import EXIT_HANDED_BACK, EXIT_USAGE
 
-__all__ = ["STABLE_SECONDS", "Listeners", "Supervisor", "listen_socket", "restart_delay", "run"]
+__all__ = ["HEADER_SECONDS", "STABLE_SECONDS", "BoundedH11Protocol", "Listeners", "RedactQuery",
+           "Supervisor", "access_log_config", "listen_socket", "restart_delay", "run"]
 
 _NAME = "service"  # the name in this command's log lines (as a worker's name is in its own)
 STABLE_SECONDS = 60.0  # a worker that ran this long before it exited starts again after 1 s
@@ -60,6 +69,60 @@ _BACKOFF_CAP = 30.0
 # first races the client's next request on that connection, which then fails with
 # "connection reset by peer" (uvicorn's own default is 5 s, the same as httpx's).
 KEEP_ALIVE_SECONDS = 75
+
+
+# How long a connection may take to send a whole request head: from its opening, and from
+# the end of its previous response plus the keep-alive time (KEEP_ALIVE_SECONDS).
+HEADER_SECONDS = 20.0
+
+
+class BoundedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a deadline for every request head. uvicorn arms its
+    keep-alive timer only after a response and cancels it on every byte received, so a
+    connection that never sends a request, or sends its headers a byte at a time
+    (slowloris), was held for as long as the client liked. Here a connection that has not
+    completed a request head HEADER_SECONDS after it opened, or KEEP_ALIVE_SECONDS +
+    HEADER_SECONDS after its last response, is closed. A request that has begun (an event
+    stream, a slow upload) is not affected: the deadline is for the head only."""
+
+    header_seconds = HEADER_SECONDS
+
+    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._head_deadline: asyncio.TimerHandle | None = None
+        self._arm_head_deadline(self.header_seconds)
+
+    def _arm_head_deadline(self, seconds: float) -> None:
+        self._cancel_head_deadline()
+        self._head_deadline = self.loop.call_later(seconds, self._head_too_slow)
+
+    def _cancel_head_deadline(self) -> None:
+        deadline = getattr(self, "_head_deadline", None)
+        if deadline is not None:
+            deadline.cancel()
+            self._head_deadline = None
+
+    def _head_too_slow(self) -> None:
+        self._head_deadline = None
+        waiting = self.cycle is None or self.cycle.response_complete
+        if waiting and not self.transport.is_closing():
+            self.transport.close()
+
+    def handle_events(self) -> None:
+        before = self.cycle
+        super().handle_events()
+        if self.cycle is not before:  # a request head arrived: its body and answer may take long
+            self._cancel_head_deadline()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing() and (self.cycle is None
+                                                or self.cycle.response_complete):
+            self._arm_head_deadline(self.timeout_keep_alive + self.header_seconds)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_head_deadline()
+        super().connection_lost(exc)
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
@@ -76,6 +139,28 @@ def listen_socket(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+class RedactQuery(logging.Filter):
+    """Drop the query string from uvicorn's access log lines: a client that puts a token
+    in the URL (`?access_token=...`) must not find it in the log. The path stays."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str) \
+                and "?" in args[2]:
+            record.args = (*args[:2], args[2].split("?", 1)[0] + "?[redacted]", *args[3:])
+        return True
+
+
+def access_log_config() -> dict[str, Any]:
+    """uvicorn's logging configuration with every line on stderr, as the workers' (uvicorn
+    sends its access log to stdout), and the access lines' query strings redacted."""
+    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    log_config.setdefault("filters", {})["redact_query"] = {"()": RedactQuery}
+    log_config["handlers"]["access"]["filters"] = ["redact_query"]
+    return log_config
 
 
 def restart_delay(quick_exits: int) -> float:
@@ -100,6 +185,8 @@ class Supervisor:
         self._threads: list[threading.Thread] = []
         self.procs: list[subprocess.Popen] = []
         self.restarts = 0
+        self.refused = False  # a worker exited with a usage error: not restarted
+        self.on_fatal: Callable[[], None] = lambda: None  # called once, from a watch thread
 
     def _spawn(self, i: int) -> subprocess.Popen:
         args, name = self._args, f"{self._prefix}-w{i + 1}"
@@ -107,7 +194,8 @@ class Supervisor:
             [sys.executable, "-m", "cachequeue", "worker", "--schema", args.schema,
              "--handlers", args.handlers, "--name", name,
              "--concurrency", str(args.concurrency),
-             "--shutdown-timeout", str(args.shutdown_timeout)],
+             "--shutdown-timeout", str(args.shutdown_timeout),
+             *_fairness(args)],
             stdin=subprocess.DEVNULL, process_group=0, preexec_fn=_die_with_parent)
         LOGGER.info(log_line(_NAME, "worker-started", name=name, pid=proc.pid))
         return proc
@@ -127,6 +215,14 @@ class Supervisor:
             proc, started = self.procs[i], time.monotonic()
             code = proc.wait()
             if self._stopping.is_set():
+                return
+            if code == EXIT_USAGE:  # it refused its settings: it would again, for ever
+                LOGGER.error(log_line(_NAME, "worker-refused", name=f"{self._prefix}-w{i + 1}",
+                                      pid=proc.pid, code=code))
+                with self._lock:
+                    first, self.refused = not self.refused, True
+                if first:
+                    self.on_fatal()
                 return
             quick_exits = quick_exits + 1 if time.monotonic() - started < STABLE_SECONDS else 1
             delay = restart_delay(quick_exits)
@@ -171,6 +267,14 @@ class Supervisor:
                                   value=self.restarts)
 
 
+def _fairness(args: argparse.Namespace) -> list[str]:
+    """The worker's --fair/--tenant-cap arguments for serve's settings (cli.serve)."""
+    if not getattr(args, "fair", False):
+        return []
+    cap = getattr(args, "tenant_cap", None)
+    return ["--fair"] + ([] if cap is None else ["--tenant-cap", str(cap)])
+
+
 class Listeners:
     """One ASGI app for two sockets: requests that arrived on `operator_port` go to
     `operator`, every other request and the lifespan to `public`."""
@@ -196,6 +300,14 @@ class _Server(uvicorn.Server):
         self.url = ""
         self.metrics_url = ""
 
+    def stop_for_worker(self) -> None:
+        """A worker refused its settings (Supervisor.on_fatal): stop as on a first signal."""
+        LOGGER.error(log_line(_NAME, "stopping", reason="a worker refused its settings"))
+        begin_shutdown(self.config.app)
+        if self.workers is not None:
+            self.workers.signal_all(signal.SIGTERM)
+        self.should_exit = True
+
     def handle_exit(self, sig: int, frame: object) -> None:
         # Not uvicorn's: it would re-raise the signal after shutdown. Flags and kill() only.
         LOGGER.info(log_line(_NAME, "stopping", signal=signal.Signals(sig).name,
@@ -220,7 +332,11 @@ def _build(args: argparse.Namespace, factory: Callable[..., Any]) -> Any:
     app = factory(args.schema, demo=True) if args.demo else factory(args.schema)
     service = getattr(getattr(app, "state", None), "service", None)
     if isinstance(service, Service):
-        service.configure(queue_metrics=args.queue_metrics, worker_kinds=args.worker_kinds)
+        service.configure(queue_metrics=args.queue_metrics, worker_kinds=args.worker_kinds,
+                          statement_timeout=getattr(args, "statement_timeout", None),
+                          lock_timeout=getattr(args, "lock_timeout", None),
+                          **{option: getattr(args, option, None) for option in
+                             ("submit_rate", "submit_burst", "max_pending", "max_streams")})
     elif args.metrics_port is not None:
         raise TypeError(f"--metrics-port: {args.app} did not build a service.create_app app")
     return app
@@ -234,13 +350,14 @@ def run(args: argparse.Namespace, factory: Callable[..., Any]) -> int:
     LOGGER.propagate = False
     sockets: list[socket.socket] = []
     try:
+        # The ports first: one in use is found before the factory creates a schema.
+        sockets.append(listen_socket(args.host, args.port))
+        if args.metrics_port is not None:
+            sockets.append(listen_socket(args.metrics_host, args.metrics_port))
         app = _build(args, factory)
         # The queue the service submits to: created if the app's factory has not (once).
         with db.connect(args.schema) as conn:
             queue.install(conn)
-        sockets.append(listen_socket(args.host, args.port))
-        if args.metrics_port is not None:
-            sockets.append(listen_socket(args.metrics_host, args.metrics_port))
     except Exception as exc:  # a broken app, an unreachable database, a port in use
         LOGGER.error(log_line(_NAME, "error", error=one_line(exc)))
         for sock in sockets:
@@ -250,19 +367,20 @@ def run(args: argparse.Namespace, factory: Callable[..., Any]) -> int:
     if len(sockets) == 2:
         metrics_host, metrics_port = sockets[1].getsockname()[:2]
         app = Listeners(app, operator_app(app), metrics_port)
-    # Every log line on stderr, as the workers' (uvicorn sends its access log to stdout).
-    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
-    log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
     config = uvicorn.Config(app, access_log=args.access_log, timeout_graceful_shutdown=10,
                             timeout_keep_alive=KEEP_ALIVE_SECONDS, log_level="info",
-                            log_config=log_config)
+                            log_config=access_log_config(),
+                            limit_concurrency=args.limit_concurrency,
+                            http=BoundedH11Protocol)
     workers = Supervisor(args) if args.workers else None
+    server = _Server(config, workers)
     if workers is not None:
         service = getattr(getattr(app, "state", None), "service", None)
         if isinstance(service, Service):
             service.metrics.register([workers])
+            service.configure(workers_running=lambda: workers.running)
+        workers.on_fatal = server.stop_for_worker
         workers.start()
-    server = _Server(config, workers)
     server.url = f"http://{host}:{port}"
     if len(sockets) == 2:
         server.metrics_url = f"http://{metrics_host}:{metrics_port}"
@@ -279,6 +397,8 @@ def run(args: argparse.Namespace, factory: Callable[..., Any]) -> int:
     restarts = 0 if workers is None else workers.restarts
     LOGGER.info(log_line(_NAME, "stopped", workers=",".join(map(str, codes)) or "none",
                          restarts=restarts))
+    if workers is not None and workers.refused:
+        return EXIT_USAGE
     if any(code == EXIT_HANDED_BACK for code in codes) and all(c in (0, 3) for c in codes):
         return EXIT_HANDED_BACK
     return 0 if all(code == 0 for code in codes) and server.started else 1

@@ -54,6 +54,8 @@ def load_handlers(spec: str) -> Mapping[str, Callable[..., Any]]:
     if not isinstance(handlers, Mapping):
         raise UsageError(f"{spec} must be a mapping {{kind: callable}}, "
                          f"got {type(handlers).__name__}")
+    if not all(isinstance(kind, str) for kind in handlers):
+        raise UsageError(f"{spec} must map kind names (str) to callables; a key is not a str")
     return handlers
 
 
@@ -98,14 +100,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the worker's name in the workers table (default host-pid)")
     parser.add_argument("--no-listen", dest="listen", action="store_false",
                         help="do not LISTEN for new jobs: find them by polling only")
-    parser.add_argument("--batch", type=int, default=BATCH, metavar="N",
+    parser.add_argument("--batch", type=int, default=None, metavar="N",
                         help=f"finish up to N successful jobs in one statement, each checked "
                              f"against its own lease (default {BATCH})")
-    parser.add_argument("--batch-wait", type=float, default=BATCH_WAIT, metavar="S",
+    parser.add_argument("--batch-wait", type=float, default=None, metavar="S",
                         help=f"flush the waiting successes after S seconds at the latest "
                              f"(default {BATCH_WAIT:g})")
-    parser.add_argument("--no-batch", dest="batch", action="store_const", const=1,
-                        help="finish every job in its own durable commit (= --batch 1)")
+    parser.add_argument("--no-batch", dest="no_batch", action="store_true",
+                        help="finish every job in its own durable commit (= --batch 1; "
+                             "not with --batch or --batch-wait)")
     parser.add_argument("--fair", action="store_true",
                         help="claim fairly across tenants (fewest running first)")
     parser.add_argument("--tenant-cap", type=int, default=None, metavar="N",
@@ -114,6 +117,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def prepare(args: argparse.Namespace) -> Callable[[], int]:
     """Check every argument without touching the database; return the function that runs."""
+    if args.name is not None and not args.name.isprintable():
+        # One event per log line: a newline in the name would split it in two.
+        raise UsageError("--name must be printable: no newline, tab or control character")
     if args.broker == "nats":
         from . import broker_worker
 
@@ -127,14 +133,19 @@ def prepare(args: argparse.Namespace) -> Callable[[], int]:
             db.database_url()  # only parses the URL; the embedded server is not started here
     except (ValueError, ConfigurationError) as exc:
         raise UsageError(str(exc)) from None
+    if args.no_batch and (args.batch is not None or args.batch_wait is not None):
+        raise UsageError("--no-batch finishes every job alone; it does not go with --batch "
+                         "or --batch-wait")
+    batch = 1 if args.no_batch else BATCH if args.batch is None else args.batch
+    batch_wait = BATCH_WAIT if args.batch_wait is None else args.batch_wait
     handlers = load_handlers(args.handlers)
     try:
         worker = Worker(lambda: db.connect(args.schema), handlers, name=args.name,
                         concurrency=args.concurrency, lease=args.lease, poll=args.poll,
                         heartbeat=args.heartbeat, shutdown_timeout=args.shutdown_timeout,
                         kinds=args.kinds, listen=args.listen, fair=args.fair,
-                        tenant_cap=args.tenant_cap, batch=args.batch,
-                        batch_wait=args.batch_wait)
+                        tenant_cap=args.tenant_cap, batch=batch,
+                        batch_wait=batch_wait)
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     return lambda: _run(worker)

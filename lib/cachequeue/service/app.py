@@ -48,7 +48,8 @@ def create_app(schema: str, authenticator: Authenticator, *, url: str | None = N
                title: str = "cachequeue service", **settings: Any) -> FastAPI:
     """The service for the queue in `schema` (db.schema_name rules; `url` picks a server
     other than DATABASE_URL/embedded). `settings` go to runtime.Service: pool_size,
-    pool_timeout, ready_timeout, retry_after, max_in_flight, queue_metrics, worker_kinds."""
+    pool_timeout, ready_timeout, retry_after, max_in_flight, queue_metrics, worker_kinds,
+    statement_timeout, lock_timeout."""
     service = Service(schema, authenticator, url=url, can_read=can_read,
                       check_submit=check_submit, **settings)
 

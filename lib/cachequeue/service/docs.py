@@ -37,7 +37,9 @@ _WHY = {
     405: "Method not allowed",
     413: "Body too large",
     415: "Body not sent as application/json",
+    409: "The job is final already: nothing to cancel",
     422: "Well-formed, but not a valid request",
+    429: "A per-tenant limit: submit rate, pending jobs or open streams (Retry-After)",
     503: "Overloaded, or the database cannot be reached; see Retry-After",
 }
 

@@ -11,6 +11,11 @@ requests no route takes):
 - **OPTIONS.** `OPTIONS /v1/jobs` answers 204 with `Allow: OPTIONS, POST`: the methods of
   the routes on that path (404 when none is). FastAPI answers OPTIONS only for routes
   that declare it, and nothing else may claim the path.
+- **Unexpected errors.** An exception no handler took, raised before the response began, is
+  answered here: a 500 problem (`problems.unexpected_response`, logged with its type only),
+  and the exception goes no further. Starlette's outermost middleware would answer the same
+  500 and then re-raise, and uvicorn closes a connection whose application raised: the
+  client's next request on that kept-alive connection met a reset.
 - **Counts.** Each answer is counted in the per-process `exporter.ProcessMetrics` by route
   template (`/v1/jobs/{job_id}`, never the path itself, so the label set is bounded),
   method and status, with its duration.
@@ -26,7 +31,7 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .exporter import ProcessMetrics
-from .problems import problem_response
+from .problems import problem_response, unexpected_response
 
 __all__ = ["Edge"]
 
@@ -98,6 +103,10 @@ class Edge:
             if started:
                 raise
             await self._too_large(scope, receive, send, size)
+        except Exception as exc:
+            if started:  # a started answer cannot become a 500: uvicorn ends the connection
+                raise
+            await unexpected_response(scope.get("path", ""), exc)(scope, receive, send)
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send, size: int) -> None:
         answer = problem_response(413, "content_too_large",

@@ -37,7 +37,8 @@ from .auth import Principal
 from .problems import Problem
 from .requests import HTTP_KEY_PREFIX, JobRequest, excerpt
 
-__all__ = ["HTTP_KEY_PREFIX", "CanRead", "CheckSubmit", "NotReady", "check_ready", "job_status",
+__all__ = ["HTTP_KEY_PREFIX", "CanRead", "CheckSubmit", "NotReady", "cancel_job", "check_ready",
+           "job_status",
            "readable", "submit_job", "submit_or_problem"]
 
 CanRead = Callable[[Principal, str, dict], bool]
@@ -70,7 +71,11 @@ def submit_or_problem(conn: psycopg.Connection, principal: Principal, kind: str,
     except PayloadTooLarge as exc:
         raise Problem(413, "payload_too_large", str(exc)) from None
     except (InvalidJob, TypeError, ValueError) as exc:
-        raise Problem(422, "invalid_job", str(exc)) from None
+        text = str(exc)
+        when = options.get("run_after")
+        if isinstance(when, datetime):  # as the client wrote it, not a Python repr
+            text = text.replace(repr(when), when.isoformat())
+        raise Problem(422, "invalid_job", text) from None
 
 
 def _refuse_unserved(kind: str, worker_kinds: Collection[str] | None) -> None:
@@ -96,7 +101,8 @@ def _same_request(row: tuple, request: JobRequest) -> bool:
 
 def submit_job(conn: psycopg.Connection, principal: Principal, request: JobRequest,
                key: str | None = None, *, check_submit: CheckSubmit | None = None,
-               worker_kinds: Collection[str] | None = None) -> tuple[int, str]:
+               worker_kinds: Collection[str] | None = None,
+               max_pending: int = 0, retry_after: int = 1) -> tuple[int, str]:
     """Persist the job (committed when this returns); return its id and state.
 
     First the app's `check_submit` (which raises a Problem to refuse) and the kinds the
@@ -107,14 +113,38 @@ def submit_job(conn: psycopg.Connection, principal: Principal, request: JobReque
     different request payload"), since the client would otherwise believe its second
     request was taken. (409 is the draft's answer for a key whose first request is still
     in progress; a submit is one statement, so that cannot happen here.)
+
+    With `max_pending` (> 0), a tenant that has that many pending jobs gets 429
+    `too_many_pending` (Retry-After `retry_after`) for a new job; a repeat of an
+    Idempotency-Key it used is still answered. The count and the insert run in one
+    transaction under a lock per tenant, so concurrent submits cannot pass the cap together.
     """
     if check_submit is not None:
         check_submit(principal, request.kind, request.payload)
     _refuse_unserved(request.kind, worker_kinds)
     stored_key = None if key is None else HTTP_KEY_PREFIX + key
-    job_id = submit_or_problem(conn, principal, request.kind, request.payload,
-                               idempotency_key=stored_key, max_attempts=request.max_attempts,
-                               run_after=request.run_after)
+
+    def insert() -> int:
+        return submit_or_problem(conn, principal, request.kind, request.payload,
+                                 idempotency_key=stored_key, max_attempts=request.max_attempts,
+                                 run_after=request.run_after)
+
+    if max_pending:
+        with conn.transaction():
+            tenant = {"tenant_id": principal.tenant_id}
+            conn.execute(_QUERIES["tenant_submit_lock"].sql, tenant)
+            repeat = stored_key is not None and conn.execute(
+                _QUERIES["key_taken"].sql, tenant | {"key": stored_key}).fetchone()[0]
+            pending = conn.execute(_QUERIES["pending_count"].sql,
+                                   tenant | {"cap": max_pending}).fetchone()[0]
+            if not repeat and pending >= max_pending:
+                raise Problem(429, "too_many_pending",
+                              f"this tenant has {max_pending} jobs waiting, the most allowed; "
+                              "submit more once some have run",
+                              {"Retry-After": str(retry_after)})
+            job_id = insert()
+    else:
+        job_id = insert()
     if key is None:
         return job_id, "pending"
     row = conn.execute(_QUERIES["job_fields"].sql, {
@@ -134,6 +164,28 @@ def readable(conn: psycopg.Connection, principal: Principal, job_id: int,
                        {"job_id": job_id, "tenant_id": principal.tenant_id}).fetchone()
     if row is None or (can_read is not None and not can_read(principal, row[0], row[1])):
         raise _not_found(job_id)
+
+
+def cancel_job(conn: psycopg.Connection, principal: Principal, job_id: int,
+               can_read: CanRead | None = None) -> jobs.JobStatus:
+    """Cancel this tenant's pending or running job (`jobs.cancel`, with an audit row naming
+    the caller); the job as it is now. 404 as for a read; 409 `not_cancellable` for a job
+    that is done, failed or cancelled already (nothing written)."""
+    readable(conn, principal, job_id, can_read)
+    actor = (f"api:user:{principal.user_id}" if principal.user_id is not None
+             else f"api:tenant:{principal.tenant_id}")
+    if not jobs.cancel(conn, tenant_id=principal.tenant_id, job_id=job_id, actor=actor,
+                       reason="cancelled through the HTTP API"):
+        status = jobs.status(conn, tenant_id=principal.tenant_id, job_id=job_id)
+        if status is None:
+            raise _not_found(job_id)
+        raise Problem(409, "not_cancellable",
+                      f"job {job_id} is {status.state}; only a pending or running job can be "
+                      "cancelled")
+    status = jobs.status(conn, tenant_id=principal.tenant_id, job_id=job_id)
+    if status is None:
+        raise _not_found(job_id)
+    return status
 
 
 def job_status(conn: psycopg.Connection, principal: Principal, job_id: int,

@@ -29,7 +29,7 @@ from ..errors import DatabaseUnavailable
 from ..queue.logline import log_line
 
 __all__ = ["DATABASE_ERRORS", "MAX_DETAIL_CHARS", "MEDIA_TYPE", "Problem", "install",
-           "problem_response"]
+           "problem_response", "unexpected_response"]
 
 MEDIA_TYPE = "application/problem+json"
 MAX_DETAIL_CHARS = 300
@@ -39,7 +39,7 @@ DATABASE_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, DatabaseUna
 # (422 "Unprocessable Entity" became "Unprocessable Content"), and the answers must not.
 _TITLES = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
            405: "Method Not Allowed", 409: "Conflict", 413: "Content Too Large",
-           415: "Unsupported Media Type", 422: "Unprocessable Content",
+           415: "Unsupported Media Type", 422: "Unprocessable Content", 429: "Too Many Requests",
            500: "Internal Server Error", 503: "Service Unavailable"}
 _CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
           405: "method_not_allowed", 413: "content_too_large", 415: "unsupported_media_type",
@@ -90,10 +90,15 @@ async def _validation(request: Request, exc: RequestValidationError) -> Response
     return problem_response(422, "invalid_request", "; ".join(parts) or "invalid request")
 
 
-async def _unexpected(request: Request, exc: Exception) -> Response:
+def unexpected_response(path: str, exc: BaseException) -> JSONResponse:
+    """The 500 of an error no handler expected, logged with its type only."""
     _LOG.error(log_line("service", "unexpected-error", type=type(exc).__name__,
-                        path=request.url.path[:100]))
+                        path=path[:100]))
     return problem_response(500, "internal_error", "the service failed to answer; this is a bug")
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    return unexpected_response(request.url.path, exc)
 
 
 async def _database(request: Request, exc: Exception) -> Response:

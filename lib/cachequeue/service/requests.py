@@ -117,12 +117,33 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise _DuplicateKey(f"the body has the key {excerpt(twice)} twice in one object")
+    return found
+
+
 def parse_json(raw: bytes) -> Any:
     """The JSON value of a body; a 400 Problem for anything a JSON parser should not be
-    asked to hold (not UTF-8, not JSON, a huge integer, nesting past MAX_JSON_DEPTH)."""
+    asked to hold (not UTF-8, a byte order mark, not JSON, a key twice in one object, a
+    huge integer, nesting past MAX_JSON_DEPTH). RFC 8259 §8.1: JSON between systems is
+    UTF-8 without a BOM; json.loads on bytes would guess UTF-16 or skip a BOM, so the
+    body is decoded here, strictly. A key twice (RFC 8259 §4: names SHOULD be unique)
+    would let two parsers read two different requests from one body."""
     try:
-        value = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        value = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise Problem(400, "malformed_json", str(exc)) from None
+    except UnicodeDecodeError:
+        raise Problem(400, "malformed_json", "the body is not valid JSON: it is not UTF-8") from None
+    except json.JSONDecodeError as exc:
         raise Problem(400, "malformed_json", f"the body is not valid JSON: {exc}") from None
     except ValueError:  # an integer of more than 4,300 digits (Python's conversion limit)
         raise Problem(400, "malformed_json",
@@ -177,6 +198,9 @@ def parse_job_request(raw: bytes) -> JobRequest:
         run_after = _run_after(body.get("run_after"))
     except PayloadTooLarge as exc:
         raise Problem(413, "payload_too_large", str(exc)) from None
+    except UnicodeError:  # a lone surrogate ("\ud800") cannot be UTF-8: say so in words
+        raise _invalid("the payload is not valid Unicode text: it has a lone surrogate "
+                       "(U+D800 to U+DFFF)") from None
     except (InvalidJob, TypeError, ValueError) as exc:
         raise _invalid(str(exc)) from None
     return JobRequest(kind, payload, max_attempts, run_after)
@@ -202,6 +226,15 @@ def job_id(text: str, what: str = "job", maximum: int = MAX_ID) -> int:
     return int(text)
 
 
+def _as_sent(header: str) -> str:
+    """A header value as the client wrote it: the server decodes header bytes as Latin-1,
+    so UTF-8 text ("²") arrives as mojibake ("Â²"); quoted back, it should read as sent."""
+    try:
+        return header.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return header
+
+
 def last_event_id(header: str | None) -> int:
     """The Last-Event-ID header: the number of the last event the client has (0 when absent)."""
     if header is None or header.strip() == "":
@@ -209,5 +242,6 @@ def last_event_id(header: str | None) -> int:
     text = header.strip()
     if not _DIGITS.fullmatch(text) or int(text) > MAX_ID:
         raise Problem(400, "bad_last_event_id",
-                      f"Last-Event-ID must be an event number from this stream, got {excerpt(text)}")
+                      f"Last-Event-ID must be an event number from this stream, got "
+                      f"{excerpt(_as_sent(text))}")
     return int(text)

@@ -249,3 +249,34 @@ def test_a_full_house_leaves_no_waiter_behind(schema, nats_url, start_worker):
         after = asyncio.run_coroutine_threadsafe(tasks(), running._loop).result(10)
         running.close()
     assert after - before <= 2, f"{before} tasks in the worker's loop before 30 jobs, {after} after"
+
+
+def test_every_poison_message_ends_as_a_dead_letter_at_once(schema, nats_url, start_worker):
+    """Bodies that cannot be parsed (deep nesting: a RecursionError; not JSON; not UTF-8; a
+    5,000-digit number) are dead letters on their first delivery, and a Nats-Msg-Id over
+    1,000 characters (the fence refuses it) is one too: none stays in the stream. A good
+    job after each still runs."""
+    poison = {"deep": b"[" * 100_000 + b"]" * 100_000, "text": b"not json",
+              "latin1": b'{"a": "\xff"}', "digits": b"1" * 5000}
+    with Publisher(schema, url=nats_url, max_deliver=3) as pub:
+        subject = names(schema).subject("double")
+        for n, body in enumerate(poison.values()):
+            pub._loop.run(pub._js.publish(subject, body, stream=names(schema).stream))
+            pub.submit("double", {"n": n})
+        pub._loop.run(pub._js.publish(subject, b'{"n": 99}', stream=names(schema).stream,
+                                      headers={"Nats-Msg-Id": "x" * 2000}))
+        running = start_worker({"double": lambda p: {"twice": 2 * p["n"]}}, url=nats_url,
+                               retry=RetryPolicy(max_attempts=3, base=5, cap=5, jitter="none"))
+        wait_for(lambda: counts(schema)["dead_letters"] == 5 and counts(schema)["results"] == 4,
+                 what="five dead letters and four results")
+        stats = running.close()
+        wait_for(lambda: pub.stream_state()["messages"] == 0, what="an empty stream")
+    assert stats["dead"] == 5 and stats["retried"] == 0 and stats["finished"] == 4
+    with db.connect(schema) as conn:
+        dead = fence.dead_letters(conn, names(schema).stream)
+    assert [d["deliveries"] for d in dead] == [1] * 5  # at once, not after max_deliver
+    assert all(d["reason"] == "failed" for d in dead)
+    assert [d["payload"] for d in dead[:4]] == [None] * 4
+    assert dead[4]["payload"] == {"n": 99} and dead[4]["msg_id"] is None
+    assert "msg_id must be at most 1000" in dead[4]["error"]
+    assert "not JSON" in dead[0]["error"] and "not JSON" in dead[1]["error"]

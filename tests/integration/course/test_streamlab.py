@@ -50,6 +50,65 @@ def test_bad_arguments_are_refused(keyspace):
         embedded_redis.Server.private(appendfsync="no")
 
 
+def test_a_heartbeat_of_a_consumer_that_lost_its_entry_is_refused_and_takes_nothing(keyspace):
+    client, prefix = keyspace
+    q = streamlab.StreamQueue(client, prefix + "jobs")
+    job = q.submit(n="1")
+    q.take("a")
+    q.age(job, 600)
+    (taken,) = q.reclaim("b", lease=300)   # b took the entry over
+    assert taken.consumer == "b"
+    assert q.heartbeat("a", job) is False  # a lost it: told so
+    assert q.pending(job)[0]["consumer"] == "b"  # and b still holds it
+    assert q.heartbeat("b", job) is True
+    q.ack(job)
+    assert q.heartbeat("b", job) is False  # acknowledged: nobody holds it
+    with pytest.raises(ValueError, match="stream id"):
+        q.heartbeat("b", "not-an-id")
+
+
+def test_an_entry_that_is_not_utf8_is_dead_lettered_and_the_rest_of_the_batch_is_taken(keyspace):
+    client, prefix = keyspace
+    q = streamlab.StreamQueue(client, prefix + "jobs")
+    good = q.submit(n="1")
+    bad = client.xadd(q.stream, {"n": b"\xff\xfe"})
+    later = q.submit(n="3")
+    assert [d.id for d in q.take("a", 10)] == [good, later]
+    assert [p["message_id"] for p in q.pending()] == [good, later]  # the poison is not held
+    (dead,) = client.execute_command("XRANGE", q.dead, "-", "+", NEVER_DECODE=True)
+    assert dead[1] == {b"n": b"\xff\xfe", b"source_id": bad.encode(), b"deliveries": b"1",
+                       b"reason": b"a field is not UTF-8"}  # its bytes kept
+
+
+def test_a_reclaimed_entry_that_is_not_utf8_is_dead_lettered(keyspace):
+    client, prefix = keyspace
+    q = streamlab.StreamQueue(client, prefix + "jobs")
+    bad = client.xadd(q.stream, {"n": b"\xff"})
+    good = q.submit(n="2")
+    # Held by a consumer that read them without decoding (as a worker in another language).
+    client.execute_command("XREADGROUP", "GROUP", q.group, "a", "COUNT", 10, "STREAMS",
+                           q.stream, ">", NEVER_DECODE=True)
+    q.age(bad, 600)
+    q.age(good, 600)
+    assert [(d.id, d.consumer, d.deliveries) for d in q.reclaim("b", lease=300)] == [(good, "b", 2)]
+    dead = client.execute_command("XRANGE", q.dead, "-", "+", NEVER_DECODE=True)
+    assert [f[b"source_id"] for _, f in dead] == [bad.encode()]
+    assert [p["message_id"] for p in q.pending()] == [good]
+
+
+def test_a_dead_letter_keeps_payload_fields_named_like_its_metadata(keyspace):
+    client, prefix = keyspace
+    q = streamlab.StreamQueue(client, prefix + "jobs")
+    job = q.submit(reason="customer asked", source_id="crm-7", deliveries="by post",
+                   **{"payload:x": "y", "n": "1"})
+    (delivery,) = q.take("a")
+    q.dead_letter(delivery, "too many")
+    ((_, fields),) = client.xrange(q.dead)
+    assert fields == {"payload:reason": "customer asked", "payload:source_id": "crm-7",
+                      "payload:deliveries": "by post", "payload:payload:x": "y", "n": "1",
+                      "source_id": job, "deliveries": "1", "reason": "too many"}
+
+
 @pytest.mark.private_server
 def test_a_sigkill_loses_the_unprocessed_jobs_without_persistence_and_none_with_aof():
     with embedded_redis.Server.private() as server:

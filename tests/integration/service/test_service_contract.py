@@ -149,3 +149,18 @@ def test_every_unexpected_error_is_still_a_problem(make_live, monkeypatch):
     assert answer.headers["content-type"] == "application/problem+json"
     assert answer.json()["code"] == "internal_error"
     assert "internal-secret-7" not in answer.text
+
+
+def test_the_openapi_document_describes_the_headers_and_the_cancel_route(live):
+    with live.client() as http:
+        doc = http.get("/openapi.json").json()
+
+    def header(path, method, name):
+        (found,) = [p for p in doc["paths"][path][method]["parameters"] if p["name"] == name]
+        return found["schema"]
+
+    key = header("/v1/jobs", "post", "Idempotency-Key")
+    assert (key["minLength"], key["maxLength"]) == (1, MAX_KEY_CHARS)
+    assert header("/v1/jobs/{job_id}/events", "get", "Last-Event-ID")["pattern"] == "^[0-9]{0,18}$"
+    assert {"200", "404", "409"} <= set(doc["paths"]["/v1/jobs/{job_id}/cancel"]["post"]["responses"])
+    assert "429" in doc["paths"]["/v1/jobs"]["post"]["responses"]

@@ -2,6 +2,7 @@
 within its timeout when the claim path cannot run, and 200 again once it can. The server
 that is stopped is a private throw-away one, whatever DATABASE_URL says."""
 
+import threading
 import time
 
 import httpx
@@ -32,6 +33,64 @@ def test_a_locked_jobs_table_makes_readiness_fail_within_its_timeout(make_live, 
     assert ready.headers["retry-after"] == "1"
     assert waited < 5, f"answered after {waited:.1f} s, the timeout is 0.5 s"
     assert alive.status_code == 200 and after.status_code == 200
+
+
+def test_requests_behind_a_table_lock_answer_503_within_the_lock_timeout(make_live, schema):
+    """A migration's ACCESS EXCLUSIVE lock held for longer than any client waits: every
+    request that needs the table is cancelled at the pool's lock_timeout (1 s here, 5 s by
+    default) and answered 503 database_unavailable, while the lock is still held."""
+    live = make_live(lock_timeout=1.0)
+    with live.client() as http:
+        job = http.post("/v1/jobs", json={"kind": "noop", "payload": {}}, headers=auth(11))
+        assert job.status_code == 202, job.text
+        path = f"/v1/jobs/{job.json()['id']}"
+    answers: list[tuple[int, str, float]] = []
+
+    def ask(method: str) -> None:
+        with httpx.Client(base_url=live.url, timeout=30) as http:
+            started = time.monotonic()
+            if method == "GET":
+                got = http.get(path, headers=auth(11))
+            else:
+                got = http.post("/v1/jobs", json={"kind": "noop", "payload": {}},
+                                headers=auth(11))
+            answers.append((got.status_code, got.json().get("code", ""),
+                            time.monotonic() - started))
+
+    with db.connect(schema) as blocker, blocker.transaction():
+        blocker.execute("LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")
+        threads = [threading.Thread(target=ask, args=("GET" if n % 2 else "POST",))
+                   for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        # Still inside the lock's transaction: nobody waited for its end.
+    assert len(answers) == 8
+    assert {(status, code) for status, code, _ in answers} == {(503, "database_unavailable")}
+    slowest = max(seconds for _, _, seconds in answers)
+    assert slowest < 7, f"the slowest answer took {slowest:.1f} s; the lock timeout is 1 s"
+    with live.service.pool.connection() as conn:
+        assert conn.execute("SHOW lock_timeout").fetchone()[0] == "1s"
+
+
+def test_every_pooled_connection_has_the_default_bounds(live):
+    with live.service.pool.connection() as conn:
+        assert conn.execute("SHOW statement_timeout").fetchone()[0] == "10s"
+        assert conn.execute("SHOW lock_timeout").fetchone()[0] == "5s"
+
+
+def test_readiness_fails_while_none_of_the_supervised_workers_runs(live):
+    running = [0]
+    live.service.configure(workers_running=lambda: running[0])
+    with live.client() as http:
+        none = http.get("/readyz")
+        running[0] = 1
+        one = http.get("/readyz")
+    assert (none.status_code, none.json()["code"]) == (503, "not_ready")
+    assert none.json()["detail"] == "no worker process of this service is running"
+    assert none.headers["retry-after"] == "1"
+    assert one.status_code == 200
 
 
 @pytest.fixture(scope="module")
@@ -91,3 +150,21 @@ def test_a_server_that_takes_no_writes_is_not_ready(schema):
         standby_like.execute("SET default_transaction_read_only = on")
         with pytest.raises(NotReady, match="does not take writes"):
             check_ready(standby_like, 1.0)
+
+
+@pytest.mark.private_server  # the server it stops is its own
+def test_a_public_readiness_answer_names_no_driver_class(server):
+    app = webapp.create_app("svc_reasons", url=server.url, ready_timeout=1.0, pool_timeout=1.0)
+    uv, thread, url = serve(app)[:3]
+    try:
+        with httpx.Client(base_url=url, timeout=30) as http:
+            server.stop()
+            down = http.get("/readyz")
+            server.start()
+            wait_until(lambda: http.get("/readyz").status_code == 200, 60, "ready again")
+    finally:
+        stop(app, uv, thread)
+    detail = down.json()["detail"]
+    assert down.status_code == 503 and detail.startswith("the database is not usable: ")
+    assert not any(name in detail for name in ("PoolTimeout", "OperationalError",
+                                               "QueryCanceled", "NotReady", "psycopg"))

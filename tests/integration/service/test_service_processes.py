@@ -159,3 +159,27 @@ def test_restarts_back_off_and_a_stable_run_starts_over():
     from cachequeue.cli.serving import restart_delay
 
     assert [restart_delay(n) for n in range(1, 9)] == [1, 2, 4, 8, 16, 30, 30, 30]
+
+
+def test_a_port_in_use_is_found_before_the_schema_is_created(conn):
+    import uuid
+
+    from cachequeue import db
+    from cachequeue.cli.serving import listen_socket
+
+    taken = listen_socket("127.0.0.1", 0)
+    taken.listen()
+    schema = f"port_{uuid.uuid4().hex[:8]}"
+    try:
+        done = subprocess.run([sys.executable, "-m", "cachequeue", "serve", "--schema", schema,
+                               "--app", "cachequeue.course.app.webapp:create_app",
+                               "--port", str(taken.getsockname()[1])],
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        taken.close()
+    assert done.returncode == 1
+    [line] = [e for e in map(parse, done.stderr.splitlines()) if e]
+    assert line["event"] == "error" and "in use" in line["error"]
+    created = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s",
+                           [db.schema_name(schema)]).fetchone()[0]
+    assert created == 0

@@ -158,3 +158,86 @@ def test_shutdown_ends_open_streams_so_the_server_need_not_wait(live, conn):
         assert list(events) == []
         ended.set()
     assert ended.is_set() and jobs.status(conn, tenant_id=1, job_id=job_id).state == "pending"
+
+
+def test_many_streams_of_one_job_share_their_re_reads(make_live, conn, monkeypatch):
+    """60 streams on one job: a change wakes all 60, and they share the job's read
+    (streamreads) instead of making 60 reads that compete with requests."""
+    reads = []
+
+    def counted(connection, **kw):
+        reads.append(kw["job_id"])
+        return counted.__wrapped__(connection, **kw)
+
+    counted.__wrapped__ = jobs_routes.history
+    monkeypatch.setattr(jobs_routes, "history", counted)
+    live = make_live(max_in_flight=100)  # the 60 openings are not shed
+    job_id = jobs.submit(conn, tenant_id=1, kind="noop", payload={})
+    url = f"/v1/jobs/{job_id}/events"
+    streams = 60
+
+    async def main():
+        opened, started = [], []
+
+        async def follow(client):
+            async with aconnect_sse(client, "GET", url, headers=auth(11)) as source:
+                async for sse in source.aiter_sse():
+                    (opened if sse.event == "accepted" else started).append(sse.event)
+                    if sse.event == "started":
+                        return
+
+        limits = httpx.Limits(max_connections=streams + 5)
+        async with httpx.AsyncClient(base_url=live.url, limits=limits, timeout=60) as client:
+            tasks = [asyncio.ensure_future(follow(client)) for _ in range(streams)]
+            for _ in range(2000):
+                if len(opened) == streams or all(t.done() for t in tasks):
+                    break
+                await asyncio.sleep(0.01)
+            before = len(reads)
+            await asyncio.to_thread(jobs.claim, conn, lease=30)
+            await asyncio.wait_for(asyncio.gather(*tasks), 60)
+        return len(opened), len(started), len(reads) - before
+
+    opened, started, woken_reads = asyncio.run(main())
+    assert (opened, started) == (streams, streams)
+    assert woken_reads < streams // 4, f"{woken_reads} reads for {streams} streams of one job"
+
+
+def test_a_stream_whose_re_read_keeps_failing_ends_cleanly_with_a_retry_hint(
+        live, conn, monkeypatch, caplog):
+    """The database stays away longer than STREAM_OUTAGE_SECONDS (0 here): the started 200
+    ends with a comment and `retry:`, no exception; the client resumes with Last-Event-ID."""
+    import psycopg
+
+    calls = []
+
+    def failing(connection, **kw):
+        calls.append(kw["after"])
+        if len(calls) > 1:  # the opening read works, every re-read fails
+            raise psycopg.OperationalError("the database went away")
+        return failing.__wrapped__(connection, **kw)
+
+    failing.__wrapped__ = jobs_routes.history
+    monkeypatch.setattr(jobs_routes, "history", failing)
+    monkeypatch.setattr(jobs_routes, "STREAM_OUTAGE_SECONDS", 0.0)
+    job_id = jobs.submit(conn, tenant_id=1, kind="noop", payload={})
+    url = f"/v1/jobs/{job_id}/events"
+    with live.client() as http, http.stream("GET", url, headers=auth(11)) as response:
+        lines = response.iter_lines()
+        seen = []
+        for line in lines:
+            seen.append(line)
+            if line.startswith("data:"):
+                break
+        jobs.claim(conn, lease=30)  # wakes the stream: its re-read fails
+        seen += list(lines)  # ends: the iteration stops
+    monkeypatch.setattr(jobs_routes, "history", failing.__wrapped__)
+    with live.client() as http, connect_sse(http, "GET", url,
+                                            headers=auth(11) | {"Last-Event-ID": "1"}) as source:
+        resumed = read(source.iter_sse(), 1)
+    assert response.status_code == 200
+    assert any(line.startswith(": the stream ends here") for line in seen), seen
+    assert "retry: 1000" in seen[-3:] or "retry: 1000" in seen, seen
+    assert not any(line.startswith("event: started") for line in seen)
+    assert resumed == [("2", "started", "running")]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= 40] == []

@@ -82,3 +82,24 @@ def test_the_english_template_writes_english_and_the_chinese_one_chinese(monkeyp
 def test_the_english_brief_counts_points(text, points):
     brief = summaries.english_brief(text)
     assert f" in {points} point{'' if points == 1 else 's'} " in brief and brief.isascii()
+
+
+@pytest.mark.parametrize("body", [{"template": {}}, {"template": []}, {"template": [1]},
+                                  {"template": None}, {"template": 1}])
+def test_a_template_that_is_not_a_string_is_a_422_and_writes_nothing(live, schema, body):
+    with live.client() as http:
+        answer = http.post("/v1/documents/42/summaries", json=body, headers=auth(11))
+    assert answer.status_code == 422, answer.text
+    assert answer.headers["content-type"].startswith("application/problem+json")
+    assert answer.json()["code"] == "invalid_request"
+    with db.connect(schema) as conn:
+        assert conn.execute("SELECT count(*) FROM jobs").fetchone()[0] == 0
+
+
+def test_summary_template_refuses_unhashable_templates_with_its_422():
+    from cachequeue.course.app.webapp import summary_template
+    from cachequeue.service.problems import Problem
+    for raw in (b'{"template": {}}', b'{"template": []}', b'{"template": [1]}'):
+        with pytest.raises(Problem) as caught:
+            summary_template(raw)
+        assert caught.value.status == 422

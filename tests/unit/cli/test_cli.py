@@ -104,3 +104,57 @@ def test_the_worker_runs_ten_jobs_at_once_unless_told_otherwise(capsys):
         parser.parse_args(["worker", "--help"])
     helptext = " ".join(capsys.readouterr().out.split())
     assert "(default 10, as pgqueuer claims 10 per statement;" in helptext
+
+
+@pytest.fixture
+def bad_modules(tmp_path, monkeypatch):
+    """Importable modules that fail on import in three ways, and one with a non-str key."""
+    (tmp_path / "cq_raises.py").write_text("raise RuntimeError('broken\\nhandlers')\n")
+    (tmp_path / "cq_syntax.py").write_text("def broken(:\n")
+    (tmp_path / "cq_exits.py").write_text("raise SystemExit(0)\n")
+    (tmp_path / "cq_keys.py").write_text("H = {1: print}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield
+    for name in ("cq_raises", "cq_syntax", "cq_exits", "cq_keys"):
+        sys.modules.pop(name, None)
+
+
+@pytest.mark.parametrize("module, message", [
+    ("cq_raises", "handler module 'cq_raises' failed on import: RuntimeError: broken handlers"),
+    ("cq_syntax", "handler module 'cq_syntax' failed on import: SyntaxError"),
+    ("cq_exits", "handler module 'cq_exits' failed on import: SystemExit: 0"),
+    ("cq_keys", "must map kind names (str) to callables"),
+])
+def test_a_handlers_module_that_fails_on_import_is_a_usage_error(capsys, bad_modules, module,
+                                                                 message):
+    key = "H" if module == "cq_keys" else "X"
+    assert_usage_error(capsys, ["worker", "--schema", "ch06", "--handlers", f"{module}:{key}"],
+                       message)
+
+
+def test_an_app_module_that_fails_on_import_is_a_usage_error(capsys, bad_modules):
+    assert_usage_error(capsys, ["serve", "--schema", "ch07", "--app", "cq_exits:create_app"],
+                       "app module 'cq_exits' failed on import: SystemExit: 0")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (GOOD + ["--name", "a\nb"], "--name must be printable"),
+    (GOOD + ["--name", "a\tb"], "--name must be printable"),
+    (GOOD + ["--batch", "5", "--no-batch"], "--no-batch finishes every job alone"),
+    (GOOD + ["--no-batch", "--batch-wait", "0.1"], "--no-batch finishes every job alone"),
+    (GOOD + ["--broker", "nats", "--batch", "5"], "--batch is an option of the PostgreSQL queue"),
+])
+def test_conflicting_or_unprintable_worker_options_are_refused(capsys, argv, message):
+    assert_usage_error(capsys, argv, message)
+
+
+@pytest.mark.parametrize("argv, batch", [(GOOD + ["--no-batch"], 1),
+                                         (GOOD + ["--batch", "7"], 7), (GOOD, 100)])
+def test_no_batch_alone_and_batch_alone_are_accepted(monkeypatch, argv, batch):
+    from cachequeue.cli import worker as worker_cli
+
+    built = {}
+    monkeypatch.setattr(worker_cli, "_run", lambda worker, *a: built.setdefault("w", worker))
+    args = cli.build_parser().parse_args(argv)
+    args.prepare(args)()
+    assert built["w"]._batch == batch

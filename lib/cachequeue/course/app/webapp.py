@@ -188,7 +188,8 @@ def summary_template(raw: bytes) -> str:
     if not isinstance(body, dict) or set(body) - {"template"}:
         raise Problem(422, "invalid_request", 'the body is {"template": ...} or nothing')
     template = body.get("template", "brief-zh")
-    if template not in summaries.TEMPLATES:
+    # A str first: a dict or list is unhashable, and `in` on a dict would raise (a 500).
+    if not isinstance(template, str) or template not in summaries.TEMPLATES:
         raise Problem(422, "invalid_request", f"template must be one of "
                       f"{sorted(summaries.TEMPLATES)}, got {excerpt(template)}")
     return template
@@ -204,7 +205,7 @@ def documents_router(store: DocumentStore) -> APIRouter:
 
     @router.post("/v1/documents/{document_id}/summaries", status_code=202,
                  openapi_extra=json_body(SUMMARY_REQUEST, required=False),
-                 responses=problems(400, 401, 403, 404, 413, 415, 422, 503))
+                 responses=problems(400, 401, 403, 404, 413, 415, 422, 429, 503))
     async def request_summary(document_id: DocumentId, principal: Caller, svc: ServiceDep,
                               request: Request):
         # The token was checked (Caller) before a byte of the body is read, and the body
@@ -214,6 +215,7 @@ def documents_router(store: DocumentStore) -> APIRouter:
         if raw.strip():
             require_json(request)
         template = summary_template(raw)
+        svc.limits.admit_submit(principal.tenant_id)  # the tenant's submit rate: 429
         job = await svc.call(_summary_or_problem, store, principal, number, template)
         answer = accepted(job.job_id, state=job.state, retry_after=svc.retry_after)
         if not job.created:  # the job of an earlier request for this summary

@@ -50,11 +50,14 @@ _QUERIES = sqlfile.load(__package__, "capacity.sql")
 
 def small_app(schema: str, *, demo: bool = False) -> Any:
     """The course's app with POOL_SIZE connections and MAX_IN_FLIGHT calls at most; a
-    request waits up to 30 s for a connection."""
+    request waits up to 30 s for a connection, and its statement up to 30 s for a lock
+    (the service's default lock_timeout, 2 s, would end the held requests that `crowd`
+    keeps behind the migration's lock before it has looked at them)."""
     from ..app import webapp  # FastAPI: only the service process needs it
 
     return webapp.create_app(schema, demo=demo, pool_size=POOL_SIZE,
-                             max_in_flight=MAX_IN_FLIGHT, pool_timeout=30.0)
+                             max_in_flight=MAX_IN_FLIGHT, pool_timeout=30.0,
+                             lock_timeout=30.0, statement_timeout=30.0)
 
 
 def hold(payload: dict, ctx: JobContext) -> dict:

@@ -7,9 +7,10 @@ help and would drop every open stream). It also says how many event streams are 
 `GET /readyz`: should traffic come here? Only if claims and commits would succeed now,
 proven read-only within the service's ready_timeout (`operations.check_ready` says what
 it checks: a connection, the claim index readable without waiting on a lock, no lock that
-stops claims, a server that takes writes); otherwise 503 with the reason, so a load
-balancer sends requests elsewhere until it is back. A probe writes nothing, so probing
-every second costs no transaction id, no row lock and no WAL.
+stops claims, a server that takes writes), and, in a process that supervises workers
+(`cachequeue serve --workers N`), while at least one of them runs; otherwise 503 with the
+reason, so a load balancer sends requests elsewhere until it is back. A probe writes
+nothing, so probing every second costs no transaction id, no row lock and no WAL.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ async def healthz(service: ServiceDep) -> dict:
 
 @router.get("/readyz", responses=problems(503))
 async def readyz(service: ServiceDep) -> dict:
+    if service.workers_missing():  # cachequeue serve --workers: none of them runs
+        raise Problem(503, "not_ready", "no worker process of this service is running",
+                      {"Retry-After": str(service.retry_after)})
     reason = await service.ready()
     if reason is not None:
         raise Problem(503, "not_ready", f"the database is not usable: {reason}",

@@ -8,6 +8,22 @@ SELECT kind, payload, state::text AS state
 FROM jobs
 WHERE id = %(job_id)s AND tenant_id = %(tenant_id)s;
 
+-- name: tenant_submit_lock
+-- Serialises one tenant's submits for the rest of the transaction, so the pending count
+-- and the insert that follows it are one step (other tenants are not held).
+SELECT pg_advisory_xact_lock(hashtext('cachequeue.service.submit.' || current_schema()),
+                             %(tenant_id)s);
+
+-- name: pending_count
+-- This tenant's pending jobs, counted up to %(cap)s (the cap is all that matters).
+SELECT count(*) FROM (
+    SELECT 1 FROM jobs WHERE tenant_id = %(tenant_id)s AND state = 'pending' LIMIT %(cap)s
+) AS pending;
+
+-- name: key_taken
+-- Whether this tenant already has a job under this idempotency key (a repeat is not a new job).
+SELECT EXISTS (SELECT 1 FROM jobs WHERE tenant_id = %(tenant_id)s AND idempotency_key = %(key)s);
+
 -- name: job_fields
 -- What a job of this tenant was submitted with, to compare a repeated request with (None for another tenant's job).
 SELECT kind, payload, state::text AS state, max_attempts, run_after, created_at
