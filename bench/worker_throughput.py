@@ -96,6 +96,7 @@ SYSTEMS = {
     "cachequeue_c10": ("cachequeue", 10, (), False),
     "cachequeue_c1_durable": ("cachequeue", 1, ("--no-batch",), False),
     "cachequeue_c1_durable_notify": ("cachequeue", 1, ("--no-batch",), True),
+    "cachequeue_prefetch": ("cachequeue", 10, ("--prefetch", "500", "--batch", "1000"), False),
     "procrastinate_c1": ("procrastinate", 1, (), False),
     "pgqueuer_b1": ("pgqueuer", 1, (), False),
     "pgqueuer_b10": ("pgqueuer", 10, (), False),

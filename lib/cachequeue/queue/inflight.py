@@ -17,23 +17,32 @@ its lease, which the heartbeat keeps renewing. A crash before the flush loses on
 acknowledgements: those jobs run again once their leases expire (at-least-once, as before).
 Every database call counts one statement in the worker's stats and writes one log line per
 outcome.
+
+With `prefetch` > 0 (the throughput mode, `queue.prefetch`) a claimed job does not get a
+thread of its own at once: it waits in a local queue (a `SimpleQueue`) that `concurrency`
+threads take from one job after another, so starting a job costs the loop no turn. A job
+in the local queue is held like a running one (its lease is renewed by the heartbeat);
+a thread that takes a job whose lease was lost or ran out meanwhile does not run it, and
+reports it as an error (the database refuses the report if the lease was taken over).
+`hand_back_waiting` gives the jobs still in the local queue back in one statement.
 """
 
 from __future__ import annotations
 
 import random
 import threading
+import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from queue import SimpleQueue
+from queue import Empty, SimpleQueue
 from typing import Any
 
 import psycopg
 
 from ..errors import InvalidJob
-from . import jobs
+from . import jobs, prefetch
 from .context import HANDED_BACK, LOST, JobContext, takes_context
 from .limits import to_json
 from .logline import one_line
@@ -91,6 +100,51 @@ class _Threads:
             self._tasks.put(None)
 
 
+class LeaseLostBeforeStart(RuntimeError):
+    """A job waited in the local queue until its lease was lost or ran out: not started."""
+
+
+class _Pullers:
+    """The throughput mode's handler threads: each takes the next job from the local queue
+    itself and runs it, one after another (no hand-over by the loop per job)."""
+
+    def __init__(self, run: Callable[[_Running, Callable[..., Any], tuple], None]) -> None:
+        self.local: SimpleQueue = SimpleQueue()  # (running, handler, args); None ends a thread
+        self._run = run
+        self._threads = 0
+
+    def put(self, running: _Running, handler: Callable[..., Any], args: tuple,
+            threads: int) -> None:
+        if self._threads < threads:
+            self._threads += 1
+            threading.Thread(target=self._pull, name="cachequeue-handler", daemon=True).start()
+        self.local.put((running, handler, args))
+
+    def _pull(self) -> None:
+        get, run = self.local.get, self._run
+        while (task := get()) is not None:
+            run(*task)
+
+    def take_all(self) -> list[_Running]:
+        """Empty the local queue (the jobs no thread has taken yet)."""
+        taken = []
+        while True:
+            try:
+                task = self.local.get_nowait()
+            except Empty:
+                return taken
+            if task is None:  # close() ran already: keep the sentinel for a thread
+                self.local.put(None)
+                return taken
+            taken.append(task[0])
+
+    def close(self) -> None:
+        self.take_all()
+        for _ in range(self._threads):
+            self.local.put(None)
+        self._threads = 0
+
+
 class InFlight:
     """The held jobs of worker `name`; `stats` and `log(event, **fields)` are the worker's."""
 
@@ -98,7 +152,8 @@ class InFlight:
                  handlers: Mapping[str, Callable[..., Any]], *, poke: Callable[[], None],
                  log: Callable[..., None], stats: Counter, policy: RetryPolicy | None,
                  rng: random.Random, lease: float, batch: int = 1,
-                 batch_wait: float = 0.0) -> None:
+                 batch_wait: float = 0.0, prefetch: int = 0, concurrency: int = 1,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._name, self._connect, self._handlers = name, connect, dict(handlers)
         self._with_ctx = {kind: takes_context(h) for kind, h in self._handlers.items()}
         self._poke, self._log, self._stats = poke, log, stats
@@ -111,6 +166,9 @@ class InFlight:
         self._batch_since: float | None = None  # when the oldest of them joined
         self._recording: list[uuid.UUID] = []  # the tokens of the report in flight
         self._threads = _Threads()
+        self._prefetch, self._concurrency, self._clock = prefetch, concurrency, clock
+        self._pullers = _Pullers(self._run_waiting) if prefetch else None
+        self._unreleased: list[_Running] = []  # taken from the local queue, not handed back yet
 
     def __len__(self) -> int:
         """Jobs held: running, or done and waiting in the batch (their leases are ours)."""
@@ -118,7 +176,8 @@ class InFlight:
 
     @property
     def running(self) -> int:
-        """Jobs whose handler has not been reported yet: the slots in use."""
+        """Jobs whose handler has not been reported yet: the slots in use (in the throughput
+        mode, the jobs waiting in the local queue too)."""
         return len(self._held) - len(self._batch)
 
     @property
@@ -141,7 +200,22 @@ class InFlight:
         self._stats["claimed"] += 1
         self._log("claimed", job=claim.job_id, attempt=claim.attempt, kind=claim.kind)
         args = (claim.payload, ctx) if self._with_ctx[claim.kind] else (claim.payload,)
+        if self._pullers is not None:
+            self._pullers.put(self._held[claim.lease_token], self._handlers[claim.kind], args,
+                              self._concurrency)
+            return
         self._threads.run(self._run, claim, self._handlers[claim.kind], args)
+
+    def _run_waiting(self, running: _Running, handler: Callable[..., Any], args: tuple) -> None:
+        """A handler thread of the throughput mode took a job from the local queue."""
+        if running.ctx.should_stop() or running.expires <= self._clock():
+            # Lost (the heartbeat found it gone, or a hand-back) or ran out while waiting:
+            # not started. Reported as an error; refused if another attempt holds it.
+            self._results.append((running.claim, Result(error=LeaseLostBeforeStart(
+                "the lease was lost or ran out while the job waited in the local queue"))))
+            self._poke()
+            return
+        self._run(running.claim, handler, args)
 
     def _run(self, claim: jobs.Claim, handler: Callable[..., Any], args: tuple) -> None:
         try:
@@ -277,10 +351,35 @@ class InFlight:
                 self._stats["lost"] += 1
                 self._log("lost", job=claim.job_id, attempt=claim.attempt)
 
+    def hand_back_waiting(self, conn: psycopg.Connection, reason: str) -> int:
+        """Throughput mode: give the jobs no thread has started yet back to the queue at once,
+        in one statement (each row fenced by its own lease token); return how many."""
+        if self._pullers is None:
+            return 0
+        # Taken out of the local queue before the statement: if it fails (a lost
+        # connection), the next call sends them again; no thread starts them meanwhile.
+        waiting = self._unreleased = self._unreleased + self._pullers.take_all()
+        if not waiting:
+            return 0
+        for running in waiting:
+            running.ctx.halt(HANDED_BACK)
+        released = prefetch.release_many(conn, [r.claim for r in waiting], reason)
+        self._stats["statements"] += 1
+        self._unreleased = []
+        for running in waiting:
+            claim = running.claim
+            del self._held[claim.lease_token]
+            ok = claim.lease_token in released
+            self._stats["released" if ok else "lost"] += 1
+            self._log("handed-back" if ok else "lost", job=claim.job_id, attempt=claim.attempt)
+        return len(waiting)
+
     def hand_back(self, conn: psycopg.Connection, reason: str) -> None:
         """Flush the batch (those jobs are done), then give every job whose handler still
-        runs back to the queue (jobs.release), one by one, by its token."""
+        runs back to the queue (jobs.release), one by one, by its token (the jobs still in
+        the local queue of the throughput mode first, in one statement)."""
         self.flush(conn)
+        self.hand_back_waiting(conn, reason)
         for token, running in list(self._held.items()):
             running.ctx.halt(HANDED_BACK)
             released = jobs.release(conn, running.claim, reason)
@@ -294,6 +393,9 @@ class InFlight:
     def abandon(self) -> None:
         """Hand-back is due but the database is unreachable: leave the jobs to lease expiry
         (batched results too: only their acknowledgements are lost)."""
+        if self._pullers is not None:
+            self._pullers.take_all()  # not to be started now
+        self._unreleased = []
         for running in self._held.values():
             running.ctx.halt(HANDED_BACK)
             self._stats["abandoned"] += 1
@@ -307,3 +409,5 @@ class InFlight:
     def close(self) -> None:
         """The worker stopped: let the idle handler threads end."""
         self._threads.close()
+        if self._pullers is not None:
+            self._pullers.close()
