@@ -1,6 +1,6 @@
 """Worker throughput, submit-to-start latency and idle cost: `cachequeue worker` beside procrastinate's and pgqueuer's workers.
 
-Usage: .venv/bin/python bench/worker_throughput.py [--jobs 5000] [--reps 3] [--processes 1,2,4]
+Usage: .venv/bin/python bench/worker_throughput.py [--jobs 5000] [--fast-jobs N] [--reps 3] [--processes 1,2,4]
        [--samples 100] [--idle 4,14] [--skip-latency] [--skip-idle] [--pgbench-seconds 10]
        [--skip-pgbench] [--out FILE]
 
@@ -19,17 +19,30 @@ table and starts N worker *processes*, each the system's own long-running worker
                    the same, with every job watched (as if an event stream followed each):
                    every claim and finish sends a NOTIFY, as every one did before issue 20;
                    beside cachequeue_c1_durable it measures PostgreSQL's notify lock
+  cachequeue_prefetch
+                   the throughput mode, `--prefetch 500 --batch 1000`: one claim statement
+                   for up to 510 jobs into a local queue (leases renewed while they wait),
+                   completions in fenced batches of up to 1,000
   procrastinate_c1 procrastinate's worker (App.run_worker_async, concurrency 1, LISTEN/NOTIFY
                    on, its default): one fetch and one finish per job; no batched mode
   pgqueuer_b1      pgqueuer's QueueManager.run(batch_size=1)
   pgqueuer_b10     pgqueuer's QueueManager.run() with its default batch_size=10: dequeues 10
                    per statement and completes them through its buffered status log
+  graphile_default, graphile_throughput, pgboss_default, pgboss_batch
+                   the Node.js peers, run by bench/node/peer.cjs (see bench/node/README.md:
+                   defaults, and graphile-worker's documented performance settings / ten
+                   pg-boss loops of batchSize 100); skipped with one line without `node`
+                   and `npm ci --prefix bench/node`. pgboss_default drains 6 jobs (one per
+                   2 s poll); with --fast-jobs N, cachequeue_prefetch and
+                   graphile_throughput drain N jobs (each run records its `jobs`)
 
 Every worker's first statement on the job table waits for that lock; once every process has a
 backend waiting (pg_locks, by application_name), the parent reads the database clock and
 commits, so all start together, with their imports and connections already done. The run ends
 at the last completion the database recorded (each system's own tables), read on the same
-clock; then the workers get SIGTERM. Rates are jobs/s; medians over interleaved repetitions
+clock; then the workers get SIGTERM. Each run also records `transactions_per_job`: the
+transactions the server ran from the release until the workers had exited (the database's
+counter, less the bench's own polls), and the load average at its end. Rates are jobs/s; medians over interleaved repetitions
 (the system order rotates each repetition).
 
 Latency: one worker per system on an idle queue, `--samples` jobs submitted one at a time
