@@ -25,10 +25,16 @@ in the local queue is held like a running one (its lease is renewed by the heart
 a thread that takes a job whose lease was lost or ran out meanwhile does not run it, and
 reports it as an error (the database refuses the report if the lease was taken over).
 `hand_back_waiting` gives the jobs still in the local queue back in one statement.
+The mode also sends each due batch (`jobs.finish_many`, fenced as ever) on a connection of
+its own, from a sender thread (`_Sender`), so the server works on a flush while the loop
+claims on its own connection; the rows stay held (and renewed) until the answer is back,
+and the `finished` lines are written then. A batch whose answer was lost with the sender's
+connection is sent again on the loop's connection, where the lost-answer recovery lives.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
@@ -46,6 +52,7 @@ from . import jobs, prefetch
 from .context import HANDED_BACK, LOST, JobContext, takes_context
 from .limits import to_json
 from .logline import one_line
+from .notify import CONNECTION_ERRORS
 from .retry import RetryPolicy
 from .single_pass import Result, execute, record
 
@@ -145,6 +152,53 @@ class _Pullers:
         self._threads = 0
 
 
+class _Sender:
+    """The throughput mode's completion sender: one thread, one connection of its own, one
+    batch at a time. Only this thread touches its connection."""
+
+    def __init__(self, connect: Callable[[], psycopg.Connection], poke: Callable[[], None]) -> None:
+        self._connect, self._poke = connect, poke
+        self._tasks: SimpleQueue = SimpleQueue()
+        self.done: deque = deque()  # (batch, list of bools or the exception raised)
+        self.answered = threading.Event()
+        self.batch: list | None = None  # the batch in flight
+        self._thread: threading.Thread | None = None
+
+    def send(self, batch: list) -> None:
+        self.batch = batch
+        self.answered.clear()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._serve, name="cachequeue-completions",
+                                            daemon=True)
+            self._thread.start()
+        self._tasks.put(batch)
+
+    def _serve(self) -> None:
+        conn = None
+        while (batch := self._tasks.get()) is not None:
+            try:
+                if conn is None:
+                    conn = self._connect()
+                outcome: Any = jobs.finish_many(conn, batch)
+            except BaseException as exc:  # handed to the loop, which decides
+                outcome = exc
+                if conn is not None:
+                    with contextlib.suppress(Exception):
+                        conn.close()
+                    conn = None
+            self.done.append((batch, outcome))
+            self.answered.set()
+            self._poke()
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._tasks.put(None)
+            self._thread = None
+
+
 class InFlight:
     """The held jobs of worker `name`; `stats` and `log(event, **fields)` are the worker's."""
 
@@ -169,6 +223,7 @@ class InFlight:
         self._prefetch, self._concurrency, self._clock = prefetch, concurrency, clock
         self._pullers = _Pullers(self._run_waiting) if prefetch else None
         self._unreleased: list[_Running] = []  # taken from the local queue, not handed back yet
+        self._sender = _Sender(connect, poke) if prefetch and batch > 1 else None
 
     def __len__(self) -> int:
         """Jobs held: running, or done and waiting in the batch (their leases are ours)."""
@@ -178,11 +233,12 @@ class InFlight:
     def running(self) -> int:
         """Jobs whose handler has not been reported yet: the slots in use (in the throughput
         mode, the jobs waiting in the local queue too)."""
-        return len(self._held) - len(self._batch)
+        sending = len(self._sender.batch) if self._sender and self._sender.batch else 0
+        return len(self._held) - len(self._batch) - sending
 
     @property
     def reports_waiting(self) -> bool:
-        return bool(self._results)
+        return bool(self._results) or bool(self._sender and self._sender.done)
 
     @property
     def batched(self) -> int:
@@ -233,6 +289,7 @@ class InFlight:
         so. Return the slots freed. A result stays queued until its report went through,
         across a lost connection."""
         freed = 0
+        self._collect(conn, wait=False)
         while self._results:
             claim, result = self._results[0]
             running = self._held.get(claim.lease_token)
@@ -244,8 +301,59 @@ class InFlight:
             self._results.popleft()
         if self._batch and (flush or len(self._batch) >= self._batch_size
                             or now >= self._batch_since + self._batch_wait):
-            self.flush(conn)
+            if self._sender is None or flush:
+                self.flush(conn)
+            elif self._sender.batch is None:
+                self._send()
+            elif len(self._batch) >= self._batch_size:
+                self._collect(conn, wait=True)  # one batch in flight at a time
+                self._send()
         return freed
+
+    def _send(self) -> None:
+        """Hand the batch to the sender (throughput mode); its rows stay held until the answer."""
+        batch = list(self._batch)
+        self._batch.clear()
+        self._batch_jobs.clear()
+        self._batch_since = None
+        self._sender.send(batch)
+
+    def _collect(self, conn: psycopg.Connection, *, wait: bool) -> None:
+        """Take the sender's answer (waiting for it if `wait` and a batch is in flight): log
+        each row as finish_many decided. A lost answer: the rows are sent again here, on
+        the loop's connection, by flush(), which recognises rows that did commit."""
+        sender = self._sender
+        if sender is None or sender.batch is None:
+            return
+        if wait:
+            sender.answered.wait()
+        if not sender.done:
+            return
+        batch, outcome = sender.done.popleft()
+        sender.batch = None
+        self._stats["statements"] += 1
+        if isinstance(outcome, BaseException):
+            if not isinstance(outcome, CONNECTION_ERRORS):
+                raise outcome
+            self._stats["disconnects"] += 1
+            pending = [(c, o) for c, o in batch if c.lease_token in self._held]
+            for claim, _ in pending:
+                self._held[claim.lease_token].unsure = True
+            saved = (self._batch, self._batch_jobs, self._batch_since)
+            self._batch, self._batch_jobs = pending, {c.job_id for c, _ in pending}
+            try:
+                self.flush(conn)
+            finally:
+                self._batch, self._batch_jobs, self._batch_since = saved
+            return
+        self._stats["batches"] += 1
+        for (claim, _), ok in zip(batch, outcome, strict=True):
+            if claim.lease_token not in self._held:  # abandoned meanwhile
+                continue
+            del self._held[claim.lease_token]
+            event = "finished" if ok else "rejected"
+            self._stats[event] += 1
+            self._log(event, job=claim.job_id, attempt=claim.attempt)
 
     def _joins(self, conn: psycopg.Connection, running: _Running, result: Result,
                now: float) -> bool:
@@ -287,7 +395,9 @@ class InFlight:
         self._log(event, **fields)
 
     def flush(self, conn: psycopg.Connection) -> None:
-        """Finish every batched result in one statement; each row stands on its own lease."""
+        """Finish every batched result in one statement; each row stands on its own lease
+        (after the answer to the batch in flight, in the throughput mode)."""
+        self._collect(conn, wait=True)
         if not self._batch:
             return
         self._recording = [claim.lease_token for claim, _ in self._batch]
@@ -396,6 +506,9 @@ class InFlight:
         if self._pullers is not None:
             self._pullers.take_all()  # not to be started now
         self._unreleased = []
+        if self._sender is not None:  # its answer, if it comes, finds nothing held
+            self._sender.batch = None
+            self._sender.done.clear()
         for running in self._held.values():
             running.ctx.halt(HANDED_BACK)
             self._stats["abandoned"] += 1
@@ -411,3 +524,5 @@ class InFlight:
         self._threads.close()
         if self._pullers is not None:
             self._pullers.close()
+        if self._sender is not None:
+            self._sender.close()

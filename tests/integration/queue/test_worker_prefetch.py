@@ -111,7 +111,9 @@ def test_one_claim_fills_the_slots_and_the_local_queue_and_all_are_done(conn, ha
     total = first + h.turns_until(lambda t: t["claimed"] == 8)  # refilled at half: the rest
     total += h.turns_until(lambda t: h.worker.batched == 30)
     h.clock.advance(BATCH_WAIT)
-    total += h.turn()
+    sent = h.turn()  # the due batch goes to the sender's own connection
+    assert (sent["finished"], h.worker.batched) == (0, 0)
+    total += sent + h.turns_until(lambda t: t["finished"] == 30)  # logged once answered
     assert (total["claimed"], total["finished"], total["batches"]) == (30, 30, 1)
     assert states(conn, ids) == ["done"] * 30
     outputs = conn.execute("SELECT output FROM job_results ORDER BY job_id").fetchall()
@@ -158,7 +160,7 @@ def test_the_leases_of_the_jobs_waiting_locally_are_renewed(conn, harness):
     handler.gate.set()
     h.turns_until(lambda t: h.worker.batched == 3)
     h.elapse(BATCH_WAIT)
-    assert h.turn()["finished"] == 3
+    assert h.turns_until(lambda t: t["finished"] == 3)["finished"] == 3
     assert handler.ran == [0, 1, 2]
 
 
@@ -205,7 +207,7 @@ def test_a_late_batch_is_refused_for_the_row_taken_over_and_commits_the_others(c
     h.db_at = 10
     db.set_clock(h.conns[-1], T0 + timedelta(seconds=10))
     h.clock.advance(BATCH_WAIT)
-    flushed = h.turn()
+    flushed = h.turns_until(lambda t: t["finished"] + t["rejected"] == 3)
     assert (flushed["finished"], flushed["rejected"], flushed["batches"]) == (2, 1, 1)
     assert states(conn, ids) == ["done", "running", "done"]
     first = [row for row in jobs.history(conn, ids[1]) if row["attempt"] == 1]
@@ -234,3 +236,41 @@ def test_release_many_moves_only_the_rows_whose_lease_the_attempt_holds(conn, sc
     with pytest.raises(ForeignClaim):  # made in another schema: nothing written
         prefetch.release_many(conn, [dataclasses.replace(stolen, schema="elsewhere")], "x")
     assert states(conn, [ids[2]]) == ["running"]
+
+
+def test_a_batch_the_sender_could_not_send_is_sent_on_the_loop_connection(conn, harness):
+    ids = submit(conn, 4)
+    h = harness({"noop": lambda payload: payload["n"]}, concurrency=2, prefetch=4)
+    loop_connect = h.worker._connect
+    h.turn()  # the loop's connection is open; every connection after it is refused
+    h.worker._in_flight._sender._connect = lambda: (_ for _ in ()).throw(
+        psycopg.OperationalError("refused (test)"))
+    h.turns_until(lambda t: h.worker.batched == 4)
+    h.clock.advance(BATCH_WAIT)
+    total = h.turns_until(lambda t: t["finished"] == 4)
+    assert (total["rejected"], total["disconnects"]) == (0, 1)
+    assert states(conn, ids) == ["done"] * 4
+    assert h.worker._connect is loop_connect
+
+
+def test_a_batch_whose_answer_was_lost_is_sent_again_and_counted_finished(
+        conn, harness, monkeypatch):
+    ids = submit(conn, 3)
+    real = jobs.finish_many
+
+    def commit_then_lose_the_answer(c, results):
+        answer = real(c, results)
+        if threading.current_thread().name == "cachequeue-completions":
+            raise psycopg.OperationalError("the answer was lost (test)")
+        return answer
+
+    monkeypatch.setattr(jobs, "finish_many", commit_then_lose_the_answer)
+    h = harness({"noop": lambda payload: payload["n"]}, concurrency=1, prefetch=3)
+    h.turns_until(lambda t: h.worker.batched == 3)
+    h.clock.advance(BATCH_WAIT)
+    total = h.turns_until(lambda t: t["finished"] + t["rejected"] == 3)
+    assert (total["finished"], total["rejected"], total["disconnects"]) == (3, 0, 1)
+    assert states(conn, ids) == ["done"] * 3
+    for job_id in ids:  # sent twice, committed once: no refusal noted on the attempt
+        [row] = jobs.history(conn, job_id)
+        assert (row["outcome"], row["rejected_report"]) == ("done", None)
