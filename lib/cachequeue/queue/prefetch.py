@@ -4,7 +4,8 @@
 and keeps them in a local queue that its handler threads take from directly: no turn of
 the loop per started job. The loop refills the queue with one claim statement once it is
 down to half (`refill_at`), before it runs dry, and the completion batch (`--batch`,
-fenced row by row by `jobs.finish_many`) writes the results. This is graphile-worker's
+fenced row by row by `jobs.finish_many`) writes the results, sent on a connection of its
+own by a sender thread (`inflight._Sender`) while the loop claims. This is graphile-worker's
 local queue and batched completion, with two differences that the course insists on:
 
 - a job waiting in the local queue holds a lease that stays true: it is in the worker's
