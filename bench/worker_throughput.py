@@ -1,6 +1,6 @@
 """Worker throughput, submit-to-start latency and idle cost: `cachequeue worker` beside procrastinate's and pgqueuer's workers.
 
-Usage: .venv/bin/python bench/worker_throughput.py [--jobs 5000] [--reps 3] [--processes 1,2,4]
+Usage: .venv/bin/python bench/worker_throughput.py [--jobs 5000] [--fast-jobs N] [--reps 3] [--processes 1,2,4]
        [--samples 100] [--idle 4,14] [--skip-latency] [--skip-idle] [--pgbench-seconds 10]
        [--skip-pgbench] [--out FILE]
 
@@ -19,17 +19,30 @@ table and starts N worker *processes*, each the system's own long-running worker
                    the same, with every job watched (as if an event stream followed each):
                    every claim and finish sends a NOTIFY, as every one did before issue 20;
                    beside cachequeue_c1_durable it measures PostgreSQL's notify lock
+  cachequeue_prefetch
+                   the throughput mode, `--prefetch 500 --batch 1000`: one claim statement
+                   for up to 510 jobs into a local queue (leases renewed while they wait),
+                   completions in fenced batches of up to 1,000
   procrastinate_c1 procrastinate's worker (App.run_worker_async, concurrency 1, LISTEN/NOTIFY
                    on, its default): one fetch and one finish per job; no batched mode
   pgqueuer_b1      pgqueuer's QueueManager.run(batch_size=1)
   pgqueuer_b10     pgqueuer's QueueManager.run() with its default batch_size=10: dequeues 10
                    per statement and completes them through its buffered status log
+  graphile_default, graphile_throughput, pgboss_default, pgboss_batch
+                   the Node.js peers, run by bench/node/peer.cjs (see bench/node/README.md:
+                   defaults, and graphile-worker's documented performance settings / ten
+                   pg-boss loops of batchSize 100); skipped with one line without `node`
+                   and `npm ci --prefix bench/node`. pgboss_default drains 6 jobs (one per
+                   2 s poll); with --fast-jobs N, cachequeue_prefetch and
+                   graphile_throughput drain N jobs (each run records its `jobs`)
 
 Every worker's first statement on the job table waits for that lock; once every process has a
 backend waiting (pg_locks, by application_name), the parent reads the database clock and
 commits, so all start together, with their imports and connections already done. The run ends
 at the last completion the database recorded (each system's own tables), read on the same
-clock; then the workers get SIGTERM. Rates are jobs/s; medians over interleaved repetitions
+clock; then the workers get SIGTERM. Each run also records `transactions_per_job`: the
+transactions the server ran from the release until the workers had exited (the database's
+counter, less the bench's own polls), and the load average at its end. Rates are jobs/s; medians over interleaved repetitions
 (the system order rotates each repetition).
 
 Latency: one worker per system on an idle queue, `--samples` jobs submitted one at a time
@@ -96,15 +109,32 @@ SYSTEMS = {
     "cachequeue_c10": ("cachequeue", 10, (), False),
     "cachequeue_c1_durable": ("cachequeue", 1, ("--no-batch",), False),
     "cachequeue_c1_durable_notify": ("cachequeue", 1, ("--no-batch",), True),
+    "cachequeue_prefetch": ("cachequeue", 10, ("--prefetch", "500", "--batch", "1000"), False),
     "procrastinate_c1": ("procrastinate", 1, (), False),
     "pgqueuer_b1": ("pgqueuer", 1, (), False),
     "pgqueuer_b10": ("pgqueuer", 10, (), False),
+    # The Node.js peers (bench/node/peer.cjs; setting: jobs run at once per process)
+    "graphile_default": ("graphile", 1, (), False),
+    "graphile_throughput": ("graphile", 24, (), False),
+    "pgboss_default": ("pgboss", 1, (), False),
+    "pgboss_batch": ("pgboss", 1000, (), False),
 }
 DEFAULTS = {"cachequeue": "cachequeue_c10", "procrastinate": "procrastinate_c1",
-            "pgqueuer": "pgqueuer_b10"}
+            "pgqueuer": "pgqueuer_b10", "graphile": "graphile_default",
+            "pgboss": "pgboss_default"}
 # The queue_throughput system whose set-up (schema, bulk submit, check) a family shares.
 SETUP_AS = {"cachequeue": "ours_b1", "procrastinate": "procrastinate", "pgqueuer": "pgqueuer_b1"}
-TABLE = {"cachequeue": "jobs", "procrastinate": "procrastinate_jobs", "pgqueuer": "pgqueuer"}
+TABLE = {"cachequeue": "jobs", "procrastinate": "procrastinate_jobs", "pgqueuer": "pgqueuer",
+         "graphile": "_private_jobs", "pgboss": "job"}
+NODE_FAMILIES = ("graphile", "pgboss")
+NODE_DIR = Path(__file__).resolve().parent / "node"
+NODE_SKIP = ("node peers skipped: needs `node` (>= 20) on PATH and "
+             "`npm ci --prefix bench/node` (graphile-worker, pg-boss)")
+# The systems whose drains are long with --fast-jobs (their rates make a 5,000-job drain a
+# fraction of a second, where start-up and the last batch's wait weigh heavily).
+FAST = ("cachequeue_prefetch", "graphile_throughput")
+# pg-boss's defaults fetch one job per 2 s poll: a drain of this many jobs is ~10 s per process.
+SMALL = {"pgboss_default": 6}
 # The targets of issue 20, at every process count: (ours, theirs, ratio at least).
 TARGETS = [
     ("cachequeue_c10", "pgqueuer_b10", 1.0),  # the defaults against pgqueuer's default
@@ -120,7 +150,19 @@ HERE_SQL = sqlfile.parse((HERE / "worker_throughput.sql").read_text(encoding="ut
 
 
 def schema_of(system: str) -> str:
-    return qt.schema_of(SETUP_AS[SYSTEMS[system][0]])
+    fam = SYSTEMS[system][0]
+    if fam in NODE_FAMILIES:
+        return f"bench_{fam}"
+    return qt.schema_of(SETUP_AS[fam])
+
+
+def node_ready() -> bool:
+    """Node and the peers' packages are installed (else the Node systems are skipped)."""
+    return shutil.which("node") is not None and (NODE_DIR / "node_modules").is_dir()
+
+
+def _node(args: list[str]) -> list[str]:
+    return ["node", str(NODE_DIR / "peer.cjs"), *args]
 
 
 # ------------------------------------------------------------------ the peers' workers (child processes)
@@ -178,6 +220,9 @@ def start_worker(system: str, name: str, stamp: str | None = None,
         cmd = [sys.executable, "-m", "cachequeue", "worker", "--schema", schema_of(system),
                "--handlers", handlers, "--concurrency", str(setting),
                "--name", name, *more]
+    elif fam in NODE_FAMILIES:
+        env["DATABASE_URL"] = db.database_url()
+        cmd = _node(["work", system, schema_of(system)])
     else:
         cmd = [sys.executable, str(HERE / "worker_throughput.py"), "--child", system]
         if stamp is not None:
@@ -219,7 +264,18 @@ def _failed(procs: list[subprocess.Popen]) -> str | None:
 
 
 def setup(url: str, system: str, n: int) -> None:
-    qt.setup(url, SETUP_AS[SYSTEMS[system][0]], n)
+    fam = SYSTEMS[system][0]
+    if fam in NODE_FAMILIES:
+        schema = schema_of(system)
+        with psycopg.connect(url, autocommit=True) as conn:
+            db.drop_schema(conn, schema)
+        subprocess.run(_node(["setup", system, schema, str(n)]), check=True,
+                       env=dict(os.environ, DATABASE_URL=url), capture_output=True, timeout=300)
+        if fam == "graphile":
+            with psycopg.connect(url, autocommit=True, options=qt.options(schema)) as conn:
+                conn.execute(HERE_SQL["graphile_done_log"].sql)
+        return
+    qt.setup(url, SETUP_AS[fam], n)
     if SYSTEMS[system][0] == "cachequeue":
         with db.connect(schema_of(system)) as conn:
             registry.install(conn)  # so no worker creates it while the job table is locked
@@ -233,7 +289,11 @@ def drain(url: str, system: str, processes: int, n: int, timeout: float,
     (`handlers`: see start_worker)."""
     fam = SYSTEMS[system][0]
     schema = schema_of(system)
+    n = min(n, SMALL.get(system, n))
     setup(url, system, n)
+    check = (HERE_SQL[f"check_{fam}"].sql if fam in NODE_FAMILIES
+             else qt.CHECKS[qt.family(SETUP_AS[fam])])
+    polls = 0
     names = [f"bench-{system}-{k}" for k in range(processes)]
     table = sql.Identifier(schema, TABLE[fam])
     with psycopg.connect(url, autocommit=True) as gate, \
@@ -249,11 +309,13 @@ def drain(url: str, system: str, processes: int, n: int, timeout: float,
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"{system}: workers not waiting at the gate after 120 s")
                 time.sleep(0.05)
+            before = perf.transactions(url)
             start_at = gate.execute(qt.HERE["clock"].sql).fetchone()[0]
             gate.execute("COMMIT")
             deadline = time.monotonic() + timeout
             while True:
-                remaining, end_at = watch.execute(qt.CHECKS[qt.family(SETUP_AS[fam])]).fetchone()
+                polls += 1
+                remaining, end_at = watch.execute(check).fetchone()
                 if not remaining:
                     break
                 if (error := _failed(procs)) is not None:
@@ -263,9 +325,15 @@ def drain(url: str, system: str, processes: int, n: int, timeout: float,
                 time.sleep(0.1)
         finally:
             codes = stop(procs)
+    # Every transaction the server ran from the release on, the workers' shutdown included
+    # (their backends flush their counts as they exit), less this drain's own polls and
+    # the gate's commit.
+    transactions = perf.transactions(url) - before - polls - 1
     seconds = (end_at - start_at).total_seconds()
     return {"system": system, "processes": processes, "jobs": n, "seconds": round(seconds, 4),
-            "rate": round(n / seconds, 1), "exit_codes": codes}
+            "rate": round(n / seconds, 1), "transactions": transactions,
+            "transactions_per_job": round(transactions / n, 4),
+            "load_average": [round(x, 2) for x in os.getloadavg()], "exit_codes": codes}
 
 
 # ------------------------------------------------------------------ latency and idle cost
@@ -515,6 +583,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pgbench-seconds", type=float, default=10.0,
                         help="seconds of `pgbench -N` per client count")
     parser.add_argument("--skip-pgbench", action="store_true")
+    parser.add_argument("--fast-jobs", type=int, default=None, metavar="N",
+                        help=f"jobs per drain for the fast systems {', '.join(FAST)} "
+                             f"(default: --jobs); each run records its own size")
     parser.add_argument("--child", choices=list(SYSTEMS), help=argparse.SUPPRESS)
     parser.add_argument("--stamp", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -523,6 +594,11 @@ def main(argv: list[str] | None = None) -> int:
         _child(args.child, args.stamp)
         return 0
     processes, systems, windows = checked_run(parser, args, SYSTEMS)
+    if args.fast_jobs is not None and args.fast_jobs < 1:
+        parser.error("--fast-jobs must be >= 1")
+    if not node_ready() and any(SYSTEMS[s][0] in NODE_FAMILIES for s in systems):
+        print(NODE_SKIP, file=sys.stderr, flush=True)
+        systems = [s for s in systems if SYSTEMS[s][0] not in NODE_FAMILIES]
     url = db.database_url()
     qt._check_local(url)
     facts = machine(url, args.note)  # before the run: the load it starts under
@@ -532,7 +608,8 @@ def main(argv: list[str] | None = None) -> int:
         order = systems[rep % len(systems):] + systems[:rep % len(systems)]
         for p in processes:
             for system in order:
-                runs.append(drain(url, system, p, args.jobs, timeout=max(300, args.jobs / 10)))
+                size = args.fast_jobs if system in FAST and args.fast_jobs else args.jobs
+                runs.append(drain(url, system, p, size, timeout=max(300, size / 10)))
                 print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
     rates = {s: {str(p): statistics.median(r["rate"] for r in runs
                                            if r["system"] == s and r["processes"] == p)
@@ -541,14 +618,16 @@ def main(argv: list[str] | None = None) -> int:
                                                 for p in processes}
               for a, b, t in TARGETS if a in rates and b in rates}
     out = {"benchmark": "worker_throughput", "machine": facts,
-           "parameters": {"jobs": args.jobs, "repetitions": args.reps, "processes": processes,
+           "parameters": {"jobs": args.jobs, "fast_jobs": args.fast_jobs,
+                          "fast_systems": list(FAST), "repetitions": args.reps, "processes": processes,
                           "systems": systems, "latency_samples": args.samples,
                           "idle_windows_s": list(windows)},
            "systems": {s: {"family": SYSTEMS[s][0], "setting": SYSTEMS[s][1],
                            "options": list(SYSTEMS[s][2]), "watched": SYSTEMS[s][3],
                            "default": DEFAULTS[SYSTEMS[s][0]] == s} for s in systems},
            "median_jobs_per_second": rates, "ratios": ratios, "runs": runs}
-    defaults = [s for s in DEFAULTS.values() if s in systems]
+    defaults = [s for s in DEFAULTS.values()  # latency and idle cost: the Python workers
+                if s in systems and SYSTEMS[s][0] not in NODE_FAMILIES]
     if not args.skip_latency:
         out["latency_s"] = {}
         for n, system in enumerate(defaults):
@@ -568,7 +647,7 @@ def main(argv: list[str] | None = None) -> int:
         out["share_of_pgbench"] = {
             s: {p: qt.ratio(rates[s][p], out["pgbench"]["tps"][p]) for p in rates[s]}
             for s in systems}
-    for schema in ("bench_cq", *qt.SCHEMA.values()):
+    for schema in ("bench_cq", *qt.SCHEMA.values(), *(f"bench_{f}" for f in NODE_FAMILIES)):
         with psycopg.connect(url, autocommit=True) as conn:
             db.drop_schema(conn, schema)
     out["targets"] = targets(out)

@@ -34,6 +34,7 @@ from .. import db
 from ..errors import ConfigurationError
 from ..queue import Worker
 from ..queue.logline import LOGGER, formatter, log_line, one_line
+from ..queue.prefetch import MAX_PREFETCH
 from ..queue.worker import BATCH, BATCH_WAIT
 from .base import EXIT_HANDED_BACK, Command, UsageError, import_attribute
 
@@ -109,6 +110,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-batch", dest="no_batch", action="store_true",
                         help="finish every job in its own durable commit (= --batch 1; "
                              "not with --batch or --batch-wait)")
+    parser.add_argument("--prefetch", type=int, default=0, metavar="N",
+                        help=f"the throughput mode: claim up to N jobs ahead into a local queue "
+                             f"(leases renewed while they wait, handed back at once on stop; "
+                             f"0 = off, the default; at most {MAX_PREFETCH})")
     parser.add_argument("--fair", action="store_true",
                         help="claim fairly across tenants (fewest running first)")
     parser.add_argument("--tenant-cap", type=int, default=None, metavar="N",
@@ -145,7 +150,7 @@ def prepare(args: argparse.Namespace) -> Callable[[], int]:
                         heartbeat=args.heartbeat, shutdown_timeout=args.shutdown_timeout,
                         kinds=args.kinds, listen=args.listen, fair=args.fair,
                         tenant_cap=args.tenant_cap, batch=batch,
-                        batch_wait=batch_wait)
+                        batch_wait=batch_wait, prefetch=args.prefetch)
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     return lambda: _run(worker)

@@ -17,26 +17,42 @@ its lease, which the heartbeat keeps renewing. A crash before the flush loses on
 acknowledgements: those jobs run again once their leases expire (at-least-once, as before).
 Every database call counts one statement in the worker's stats and writes one log line per
 outcome.
+
+With `prefetch` > 0 (the throughput mode, `queue.prefetch`) a claimed job does not get a
+thread of its own at once: it waits in a local queue (a `SimpleQueue`) that `concurrency`
+threads take from one job after another, so starting a job costs the loop no turn. A job
+in the local queue is held like a running one (its lease is renewed by the heartbeat);
+a thread that takes a job whose lease was lost or ran out meanwhile does not run it, and
+reports it as an error (the database refuses the report if the lease was taken over).
+`hand_back_waiting` gives the jobs still in the local queue back in one statement.
+The mode also sends each due batch (`jobs.finish_many`, fenced as ever) on a connection of
+its own, from a sender thread (`_Sender`), so the server works on a flush while the loop
+claims on its own connection; the rows stay held (and renewed) until the answer is back,
+and the `finished` lines are written then. A batch whose answer was lost with the sender's
+connection is sent again on the loop's connection, where the lost-answer recovery lives.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
+import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from queue import SimpleQueue
+from queue import Empty, SimpleQueue
 from typing import Any
 
 import psycopg
 
 from ..errors import InvalidJob
-from . import jobs
+from . import jobs, prefetch
 from .context import HANDED_BACK, LOST, JobContext, takes_context
 from .limits import to_json
 from .logline import one_line
+from .notify import CONNECTION_ERRORS
 from .retry import RetryPolicy
 from .single_pass import Result, execute, record
 
@@ -91,6 +107,98 @@ class _Threads:
             self._tasks.put(None)
 
 
+class LeaseLostBeforeStart(RuntimeError):
+    """A job waited in the local queue until its lease was lost or ran out: not started."""
+
+
+class _Pullers:
+    """The throughput mode's handler threads: each takes the next job from the local queue
+    itself and runs it, one after another (no hand-over by the loop per job)."""
+
+    def __init__(self, run: Callable[[_Running, Callable[..., Any], tuple], None]) -> None:
+        self.local: SimpleQueue = SimpleQueue()  # (running, handler, args); None ends a thread
+        self._run = run
+        self._threads = 0
+
+    def put(self, running: _Running, handler: Callable[..., Any], args: tuple,
+            threads: int) -> None:
+        if self._threads < threads:
+            self._threads += 1
+            threading.Thread(target=self._pull, name="cachequeue-handler", daemon=True).start()
+        self.local.put((running, handler, args))
+
+    def _pull(self) -> None:
+        get, run = self.local.get, self._run
+        while (task := get()) is not None:
+            run(*task)
+
+    def take_all(self) -> list[_Running]:
+        """Empty the local queue (the jobs no thread has taken yet)."""
+        taken = []
+        while True:
+            try:
+                task = self.local.get_nowait()
+            except Empty:
+                return taken
+            if task is None:  # close() ran already: keep the sentinel for a thread
+                self.local.put(None)
+                return taken
+            taken.append(task[0])
+
+    def close(self) -> None:
+        self.take_all()
+        for _ in range(self._threads):
+            self.local.put(None)
+        self._threads = 0
+
+
+class _Sender:
+    """The throughput mode's completion sender: one thread, one connection of its own, one
+    batch at a time. Only this thread touches its connection."""
+
+    def __init__(self, connect: Callable[[], psycopg.Connection], poke: Callable[[], None]) -> None:
+        self._connect, self._poke = connect, poke
+        self._tasks: SimpleQueue = SimpleQueue()
+        self.done: deque = deque()  # (batch, list of bools or the exception raised)
+        self.answered = threading.Event()
+        self.batch: list | None = None  # the batch in flight
+        self._thread: threading.Thread | None = None
+
+    def send(self, batch: list) -> None:
+        self.batch = batch
+        self.answered.clear()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._serve, name="cachequeue-completions",
+                                            daemon=True)
+            self._thread.start()
+        self._tasks.put(batch)
+
+    def _serve(self) -> None:
+        conn = None
+        while (batch := self._tasks.get()) is not None:
+            try:
+                if conn is None:
+                    conn = self._connect()
+                outcome: Any = jobs.finish_many(conn, batch)
+            except BaseException as exc:  # handed to the loop, which decides
+                outcome = exc
+                if conn is not None:
+                    with contextlib.suppress(Exception):
+                        conn.close()
+                    conn = None
+            self.done.append((batch, outcome))
+            self.answered.set()
+            self._poke()
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._tasks.put(None)
+            self._thread = None
+
+
 class InFlight:
     """The held jobs of worker `name`; `stats` and `log(event, **fields)` are the worker's."""
 
@@ -98,7 +206,8 @@ class InFlight:
                  handlers: Mapping[str, Callable[..., Any]], *, poke: Callable[[], None],
                  log: Callable[..., None], stats: Counter, policy: RetryPolicy | None,
                  rng: random.Random, lease: float, batch: int = 1,
-                 batch_wait: float = 0.0) -> None:
+                 batch_wait: float = 0.0, prefetch: int = 0, concurrency: int = 1,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._name, self._connect, self._handlers = name, connect, dict(handlers)
         self._with_ctx = {kind: takes_context(h) for kind, h in self._handlers.items()}
         self._poke, self._log, self._stats = poke, log, stats
@@ -111,6 +220,10 @@ class InFlight:
         self._batch_since: float | None = None  # when the oldest of them joined
         self._recording: list[uuid.UUID] = []  # the tokens of the report in flight
         self._threads = _Threads()
+        self._prefetch, self._concurrency, self._clock = prefetch, concurrency, clock
+        self._pullers = _Pullers(self._run_waiting) if prefetch else None
+        self._unreleased: list[_Running] = []  # taken from the local queue, not handed back yet
+        self._sender = _Sender(connect, poke) if prefetch and batch > 1 else None
 
     def __len__(self) -> int:
         """Jobs held: running, or done and waiting in the batch (their leases are ours)."""
@@ -118,12 +231,14 @@ class InFlight:
 
     @property
     def running(self) -> int:
-        """Jobs whose handler has not been reported yet: the slots in use."""
-        return len(self._held) - len(self._batch)
+        """Jobs whose handler has not been reported yet: the slots in use (in the throughput
+        mode, the jobs waiting in the local queue too)."""
+        sending = len(self._sender.batch) if self._sender and self._sender.batch else 0
+        return len(self._held) - len(self._batch) - sending
 
     @property
     def reports_waiting(self) -> bool:
-        return bool(self._results)
+        return bool(self._results) or bool(self._sender and self._sender.done)
 
     @property
     def batched(self) -> int:
@@ -141,7 +256,22 @@ class InFlight:
         self._stats["claimed"] += 1
         self._log("claimed", job=claim.job_id, attempt=claim.attempt, kind=claim.kind)
         args = (claim.payload, ctx) if self._with_ctx[claim.kind] else (claim.payload,)
+        if self._pullers is not None:
+            self._pullers.put(self._held[claim.lease_token], self._handlers[claim.kind], args,
+                              self._concurrency)
+            return
         self._threads.run(self._run, claim, self._handlers[claim.kind], args)
+
+    def _run_waiting(self, running: _Running, handler: Callable[..., Any], args: tuple) -> None:
+        """A handler thread of the throughput mode took a job from the local queue."""
+        if running.ctx.should_stop() or running.expires <= self._clock():
+            # Lost (the heartbeat found it gone, or a hand-back) or ran out while waiting:
+            # not started. Reported as an error; refused if another attempt holds it.
+            self._results.append((running.claim, Result(error=LeaseLostBeforeStart(
+                "the lease was lost or ran out while the job waited in the local queue"))))
+            self._poke()
+            return
+        self._run(running.claim, handler, args)
 
     def _run(self, claim: jobs.Claim, handler: Callable[..., Any], args: tuple) -> None:
         try:
@@ -159,6 +289,7 @@ class InFlight:
         so. Return the slots freed. A result stays queued until its report went through,
         across a lost connection."""
         freed = 0
+        self._collect(conn, wait=False)
         while self._results:
             claim, result = self._results[0]
             running = self._held.get(claim.lease_token)
@@ -170,8 +301,59 @@ class InFlight:
             self._results.popleft()
         if self._batch and (flush or len(self._batch) >= self._batch_size
                             or now >= self._batch_since + self._batch_wait):
-            self.flush(conn)
+            if self._sender is None or flush:
+                self.flush(conn)
+            elif self._sender.batch is None:
+                self._send()
+            elif len(self._batch) >= self._batch_size:
+                self._collect(conn, wait=True)  # one batch in flight at a time
+                self._send()
         return freed
+
+    def _send(self) -> None:
+        """Hand the batch to the sender (throughput mode); its rows stay held until the answer."""
+        batch = list(self._batch)
+        self._batch.clear()
+        self._batch_jobs.clear()
+        self._batch_since = None
+        self._sender.send(batch)
+
+    def _collect(self, conn: psycopg.Connection, *, wait: bool) -> None:
+        """Take the sender's answer (waiting for it if `wait` and a batch is in flight): log
+        each row as finish_many decided. A lost answer: the rows are sent again here, on
+        the loop's connection, by flush(), which recognises rows that did commit."""
+        sender = self._sender
+        if sender is None or sender.batch is None:
+            return
+        if wait:
+            sender.answered.wait()
+        if not sender.done:
+            return
+        batch, outcome = sender.done.popleft()
+        sender.batch = None
+        self._stats["statements"] += 1
+        if isinstance(outcome, BaseException):
+            if not isinstance(outcome, CONNECTION_ERRORS):
+                raise outcome
+            self._stats["disconnects"] += 1
+            pending = [(c, o) for c, o in batch if c.lease_token in self._held]
+            for claim, _ in pending:
+                self._held[claim.lease_token].unsure = True
+            saved = (self._batch, self._batch_jobs, self._batch_since)
+            self._batch, self._batch_jobs = pending, {c.job_id for c, _ in pending}
+            try:
+                self.flush(conn)
+            finally:
+                self._batch, self._batch_jobs, self._batch_since = saved
+            return
+        self._stats["batches"] += 1
+        for (claim, _), ok in zip(batch, outcome, strict=True):
+            if claim.lease_token not in self._held:  # abandoned meanwhile
+                continue
+            del self._held[claim.lease_token]
+            event = "finished" if ok else "rejected"
+            self._stats[event] += 1
+            self._log(event, job=claim.job_id, attempt=claim.attempt)
 
     def _joins(self, conn: psycopg.Connection, running: _Running, result: Result,
                now: float) -> bool:
@@ -213,7 +395,9 @@ class InFlight:
         self._log(event, **fields)
 
     def flush(self, conn: psycopg.Connection) -> None:
-        """Finish every batched result in one statement; each row stands on its own lease."""
+        """Finish every batched result in one statement; each row stands on its own lease
+        (after the answer to the batch in flight, in the throughput mode)."""
+        self._collect(conn, wait=True)
         if not self._batch:
             return
         self._recording = [claim.lease_token for claim, _ in self._batch]
@@ -277,10 +461,35 @@ class InFlight:
                 self._stats["lost"] += 1
                 self._log("lost", job=claim.job_id, attempt=claim.attempt)
 
+    def hand_back_waiting(self, conn: psycopg.Connection, reason: str) -> int:
+        """Throughput mode: give the jobs no thread has started yet back to the queue at once,
+        in one statement (each row fenced by its own lease token); return how many."""
+        if self._pullers is None:
+            return 0
+        # Taken out of the local queue before the statement: if it fails (a lost
+        # connection), the next call sends them again; no thread starts them meanwhile.
+        waiting = self._unreleased = self._unreleased + self._pullers.take_all()
+        if not waiting:
+            return 0
+        for running in waiting:
+            running.ctx.halt(HANDED_BACK)
+        released = prefetch.release_many(conn, [r.claim for r in waiting], reason)
+        self._stats["statements"] += 1
+        self._unreleased = []
+        for running in waiting:
+            claim = running.claim
+            del self._held[claim.lease_token]
+            ok = claim.lease_token in released
+            self._stats["released" if ok else "lost"] += 1
+            self._log("handed-back" if ok else "lost", job=claim.job_id, attempt=claim.attempt)
+        return len(waiting)
+
     def hand_back(self, conn: psycopg.Connection, reason: str) -> None:
         """Flush the batch (those jobs are done), then give every job whose handler still
-        runs back to the queue (jobs.release), one by one, by its token."""
+        runs back to the queue (jobs.release), one by one, by its token (the jobs still in
+        the local queue of the throughput mode first, in one statement)."""
         self.flush(conn)
+        self.hand_back_waiting(conn, reason)
         for token, running in list(self._held.items()):
             running.ctx.halt(HANDED_BACK)
             released = jobs.release(conn, running.claim, reason)
@@ -294,6 +503,12 @@ class InFlight:
     def abandon(self) -> None:
         """Hand-back is due but the database is unreachable: leave the jobs to lease expiry
         (batched results too: only their acknowledgements are lost)."""
+        if self._pullers is not None:
+            self._pullers.take_all()  # not to be started now
+        self._unreleased = []
+        if self._sender is not None:  # its answer, if it comes, finds nothing held
+            self._sender.batch = None
+            self._sender.done.clear()
         for running in self._held.values():
             running.ctx.halt(HANDED_BACK)
             self._stats["abandoned"] += 1
@@ -307,3 +522,7 @@ class InFlight:
     def close(self) -> None:
         """The worker stopped: let the idle handler threads end."""
         self._threads.close()
+        if self._pullers is not None:
+            self._pullers.close()
+        if self._sender is not None:
+            self._sender.close()

@@ -34,6 +34,11 @@ bounded, jittered backoff, and the worker carries on where it was: handlers keep
 results wait in the queue, leases are renewed as soon as it is back. Nothing is reset.
 A flush whose answer was lost with the connection is sent again; rows it had already
 committed are recognised from their attempt rows, not counted as refused.
+
+`prefetch=N` is the throughput mode (`queue.prefetch`): up to `concurrency + N` jobs are
+claimed by one statement into a local queue that the handler threads take from, refilled
+once it is down to half; their leases are renewed like the running ones; `stop()` hands
+the jobs still waiting locally back at once, and only the running ones get the timeout.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ from .inflight import InFlight
 from .limits import check_lease
 from .logline import info, one_line
 from .notify import CONNECTION_ERRORS, JobEvent, event, listen
+from .prefetch import check_prefetch, refill_at
 from .retry import RetryPolicy
 from .single_pass import check_handlers
 
@@ -81,6 +87,9 @@ class Worker:
     `batch` is the most successes one completion statement writes (`jobs.finish_many`,
     each row fenced by its own lease token) and `batch_wait` the seconds the first of them
     waits for more; `batch=1` finishes every job in its own durable commit.
+    `prefetch` (0: off) is the throughput mode: up to `concurrency + prefetch` jobs held,
+    the ones not running waiting in a local queue with leases renewed by the heartbeat
+    (so it needs heartbeats), handed back at once by `stop()` (see `queue.prefetch`).
     `poll` defaults to 10 s when listening (notifications do the waking) and 1 s when not.
     `clock` (seconds, monotonic) schedules polls, heartbeats, flushes and the shutdown
     deadline; a test passes a `clock.ManualClock` and calls `run_once()` itself.
@@ -99,7 +108,7 @@ class Worker:
                  listen: bool = True, backoff: RetryPolicy | None = None,
                  rng: random.Random | None = None, fair: bool = False,
                  tenant_cap: int | None = None, batch: int = BATCH, batch_wait: float = BATCH_WAIT,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 prefetch: int = 0, clock: Callable[[], float] = time.monotonic) -> None:
         self._connect = check_callable(connect, "connect", "a callable returning a connection")
         self._kinds = check_handlers(handlers, kinds)
         self.name = check_text(name if name is not None else f"{socket.gethostname()}-{os.getpid()}",
@@ -132,6 +141,14 @@ class Worker:
             raise ValueError(f"batch_wait ({self._batch_wait:g} s) must be well within the lease "
                              f"({self._lease:g} s): a batched result holds its lease until the flush")
         self._clock = check_callable(clock, "clock", "a callable returning seconds")
+        self._prefetch = check_prefetch(prefetch)
+        if self._prefetch and not self._heartbeat:
+            raise ValueError("prefetch needs heartbeats: the leases of the jobs waiting in the "
+                             "local queue are kept by renewing them (heartbeat > 0)")
+        if self._prefetch and self._fair:
+            raise ValueError("prefetch and fair do not go together: jobs fetched ahead are "
+                             "held by one worker whatever their tenant")
+        self._refill_at = refill_at(self._concurrency, self._prefetch)
         self._backoff = backoff or RetryPolicy(base=0.05, cap=2.0)
         self._rng = rng or random.Random()
         self.stats: Counter = Counter()
@@ -144,7 +161,8 @@ class Worker:
         self._in_flight = InFlight(self.name, connect, handlers, poke=self._poke, log=self._log,
                                    stats=self.stats, policy=policy, rng=self._rng,
                                    lease=self._lease, batch=self._batch,
-                                   batch_wait=self._batch_wait)
+                                   batch_wait=self._batch_wait, prefetch=self._prefetch,
+                                   concurrency=self._concurrency, clock=self._clock)
 
         self._conn: psycopg.Connection | None = None
         self._listening = False  # the connection LISTENs (set by _open, cleared when it drops)
@@ -156,6 +174,7 @@ class Worker:
         self._failures = 0
         self._stop_requested = self._hand_back_now = False
         self._deadline: float | None = None
+        self._waiting_handed_back = False
         self._ran = False
         self._installed = False
 
@@ -197,7 +216,8 @@ class Worker:
         self._ran = True
         self._log("starting", pid=os.getpid(), concurrency=self._concurrency, lease=self._lease,
                   poll=self._poll, heartbeat=self._heartbeat, listen=self._listen,
-                  batch=self._batch, batch_wait=self._batch_wait, kinds=",".join(self._kinds))
+                  batch=self._batch, batch_wait=self._batch_wait, prefetch=self._prefetch,
+                  kinds=",".join(self._kinds))
         try:
             while True:
                 self.run_once()
@@ -257,6 +277,11 @@ class Worker:
         self._hear()
         if self._in_flight.report(self._conn, now, flush=self._stop_requested):
             self._want_claim = self._want_claim or self._maybe_more  # a slot is free again
+        if self._stop_requested and self._prefetch and not self._waiting_handed_back:
+            # Jobs fetched ahead and not started go back at once, not at lease expiry.
+            self._in_flight.hand_back_waiting(self._conn, "worker stopped; the job was still "
+                                                          "waiting in its local queue")
+            self._waiting_handed_back = True
         if self._hand_back_due(now):
             reason = ("worker stopped at once" if self._hand_back_now
                       else f"worker stopped; still running after {self._shutdown_timeout:g} s")
@@ -361,7 +386,14 @@ class Worker:
         self._log("reconnecting", retry_in=round(delay, 3), error=one_line(exc))
 
     def _free(self) -> int:
-        return self._concurrency - self._in_flight.running
+        """Jobs the next claim may take: free slots; in the throughput mode, enough to fill
+        the local queue, once it is down to half (and none before)."""
+        if not self._prefetch:
+            return self._concurrency - self._in_flight.running
+        unfinished = self._in_flight.running
+        if unfinished > self._refill_at:
+            return 0
+        return self._concurrency + self._prefetch - unfinished
 
     def _claim_wanted(self, now: float) -> bool:
         return (not self._stop_requested and self._free() > 0
