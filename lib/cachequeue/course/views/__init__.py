@@ -3,6 +3,7 @@
 - `backoff`: One job's attempts on a time axis, each retry inside the jitter window it was drawn from.
 - `claimflow`: The parts of a statement written as CTEs (`WITH a AS (...), b AS (...) ...`) and which part reads which, drawn as a data-flow graph.
 - `claimrace`: The claim race as two lanes (workers a and b): which statement each sent, in which order, and what it got.
+- `fencing`: Kleppmann's timeline as it ran: two lock holders, the pause, the tokens, the refused write.
 - `fonts`: Chinese text in matplotlib figures, on any laptop, without installing a font.
 - `frames`: Queue state as pandas DataFrames: jobs, attempts, and simulated retry schedules.
 - `leases`: A lease timeline: per worker, the lease it held as a bar, renewals, the takeover, refused reports.
@@ -15,5 +16,5 @@
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = ["backoff", "claimflow", "claimrace", "fonts", "frames", "leases", "perfplots", "plots", "scrapes", "states",
+__all__ = ["backoff", "claimflow", "claimrace", "fencing", "fonts", "frames", "leases", "perfplots", "plots", "scrapes", "states",
            "timeline"]
