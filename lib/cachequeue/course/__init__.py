@@ -72,6 +72,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "model.lockstep": ("05",),
     "model.mutants": ("05",),
     "model.queue_model": ("05",),
+    "views.attempts": ("12",),
     "views.backoff": ("04",),
     "views.claimflow": ("03",),
     "views.claimrace": ("03",),

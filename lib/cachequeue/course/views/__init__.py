@@ -1,5 +1,6 @@
 """Queue state and measurements as pandas DataFrames and matplotlib figures, labelled in Chinese.
 
+- `attempts`: One job's attempts from its attempt rows: who ran it when, the side effect each run made, the refused report.
 - `backoff`: One job's attempts on a time axis, each retry inside the jitter window it was drawn from.
 - `claimflow`: The parts of a statement written as CTEs (`WITH a AS (...), b AS (...) ...`) and which part reads which, drawn as a data-flow graph.
 - `claimrace`: The claim race as two lanes (workers a and b): which statement each sent, in which order, and what it got.
@@ -16,5 +17,5 @@
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = ["backoff", "claimflow", "claimrace", "fencing", "fonts", "frames", "leases", "perfplots", "plots", "scrapes", "states",
+__all__ = ["attempts", "backoff", "claimflow", "claimrace", "fencing", "fonts", "frames", "leases", "perfplots", "plots", "scrapes", "states",
            "timeline"]
