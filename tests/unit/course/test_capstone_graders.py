@@ -211,6 +211,15 @@ def test_step5_wrong_answers_fail_with_their_cause(http, answer, message):
             capstone.check(5, answer, http, {})
 
 
+def test_step5_a_stopped_service_is_named_not_blamed_on_the_answer():
+    def refuse(request):
+        raise httpx.ConnectError("connection refused", request=request)
+
+    with (httpx.Client(transport=httpx.MockTransport(refuse), base_url="http://service") as client,
+          pytest.raises(AssertionError, match="服务已经停了吗")):
+        capstone.check(5, follow_reference, client, {})
+
+
 def test_check_refuses_a_step_that_does_not_exist_and_what_is_not_callable():
     with pytest.raises(ValueError, match="step"):
         capstone.check(8, key_other_order)

@@ -427,7 +427,11 @@ EVENTS = [("accepted", "pending"), ("started", "running"), ("done", "done")]
 
 
 def _grade_follow(follow: Callable[..., Any], client: Any, headers: dict[str, str]) -> str:
-    welcome = client.post("/v1/documents/44/summaries", headers=headers)
+    try:
+        welcome = client.post("/v1/documents/44/summaries", headers=headers)
+    except Exception as error:  # httpx.ConnectError and its kin: no service listening
+        raise AssertionError(f"向服务提交失败（{type(error).__name__}）：服务已经停了吗？"
+                             "先重新运行第 5 步启动服务与工作者的单元格，再运行检查") from None
     if welcome.status_code != 202:
         raise AssertionError(f"提交应当得到 202：实际是 {welcome.status_code}（服务还在运行吗？先重新运行第 5 步启动服务的单元格）")
     job_id = welcome.json()["id"]
