@@ -47,3 +47,18 @@ def test_hostile_input_is_refused_and_nothing_is_noted():
     assert track.events == []
     with pytest.raises(ValueError, match="nothing to plot"):
         fencing.plot_fencing(track)
+
+
+def test_a_fault_ends_every_open_hold_and_is_a_line_across_the_lanes():
+    track = fencing.FenceTrack(clock=itertools.count().__next__)
+    track.acquired("B", 2)
+    track.wrote("B", 2, True)
+    track.fault("Redis 重启")
+    track.acquired("C", 1)
+    track.wrote("C", 1, False)
+    track.wrote("B", 2, True)
+    assert track.holds() == {"B": [(0.0, 2.0, 2)], "C": [(3.0, 5.0, 1)]}
+    assert track.refused() == [("C", 1)]
+    ax = fencing.plot_fencing(track).axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["持有者 B", "持有者 C"]
+    assert "Redis 重启" in [t.get_text() for t in ax.texts]

@@ -12,7 +12,8 @@ Each note takes the time it is made (`time.monotonic()` unless a clock is given)
 figure is the run's own order and spacing, in milliseconds since the first note. A holder's
 lane shows its hold as a bar (from its acquisition to its expiry or release, or to the last
 note), its token beside the acquisition, and each write as a marker: a filled circle for an
-accepted write, an X for a refused one. The cell asserts the facts the figure shows
+accepted write, an X for a refused one; a fault of the lock service (`track.fault(label)`)
+is a dotted line across every lane and ends every hold still open. The cell asserts the facts the figure shows
 (`track.order()`, `track.refused()`).
 """
 
@@ -29,7 +30,7 @@ from . import fonts  # noqa: F401  (registers the Chinese font for the labels)
 
 __all__ = ["FenceEvent", "FenceTrack", "plot_fencing"]
 
-KINDS = ("acquired", "expired", "released", "wrote")
+KINDS = ("acquired", "expired", "released", "wrote", "fault")
 MAX_EVENTS = 100
 
 
@@ -57,7 +58,7 @@ class FenceTrack:
 
     def _note(self, holder: str, kind: str, fence: int | None = None,
               accepted: bool | None = None) -> None:
-        check_text(holder, "holder", limit=20)
+        check_text(holder, "holder" if kind != "fault" else "label", limit=20)
         if len(self.events) >= MAX_EVENTS:
             raise ValueError(f"a fencing track keeps at most {MAX_EVENTS} events")
         self.events.append(FenceEvent(holder, kind, float(self.clock()), fence, accepted))
@@ -78,6 +79,11 @@ class FenceTrack:
         """`holder` wrote with token `fence`; `accepted` is what the resource answered."""
         self._note(holder, "wrote", check_int(fence, "fence", minimum=1),
                    check_bool(accepted, "accepted"))
+
+    def fault(self, label: str) -> None:
+        """Something that happened to the lock service itself (e.g. "Redis 重启"): every
+        hold still open ends here, drawn as a line across all lanes."""
+        self._note(label, "fault")
 
     def order(self) -> list[tuple[str, str]]:
         """(holder, kind) in the order they happened."""
@@ -101,6 +107,10 @@ class FenceTrack:
             elif e.kind in ("expired", "released") and e.holder in open_:
                 start, fence = open_.pop(e.holder)
                 out.setdefault(e.holder, []).append((start, e.at - t0, fence))
+            elif e.kind == "fault":
+                for holder, (start, fence) in open_.items():
+                    out.setdefault(holder, []).append((start, e.at - t0, fence))
+                open_.clear()
         for holder, (start, fence) in open_.items():
             out.setdefault(holder, []).append((start, last - t0, fence))
         return out
@@ -111,7 +121,7 @@ def plot_fencing(track: FenceTrack, *, title: str = "暂停的持有者与防护
     if not any(e.kind == "acquired" for e in track.events):
         raise ValueError("nothing to plot: the track has no acquisition")
     t0 = track.events[0].at
-    holders = list(dict.fromkeys(e.holder for e in track.events))
+    holders = list(dict.fromkeys(e.holder for e in track.events if e.kind != "fault"))
     lane = {h: len(holders) - 1 - i for i, h in enumerate(holders)}
     span = max(track.events[-1].at - t0, 1e-3) * 1000
     fig = Figure(figsize=(8, 1.2 + 0.9 * len(holders)))
@@ -122,6 +132,11 @@ def plot_fencing(track: FenceTrack, *, title: str = "暂停的持有者与防护
                     color="#9ecae1", edgecolor="#3182bd")
             ax.annotate(f"令牌 {fence}", (start * 1000, lane[holder] + 0.28), fontsize=9)
     for e in track.events:
+        x = (e.at - t0) * 1000
+        if e.kind == "fault":
+            ax.axvline(x, color="#636363", linestyle=":", linewidth=1.5)
+            ax.annotate(e.holder, (x, len(holders) - 0.45), fontsize=8, color="#636363")
+            continue
         x, y = (e.at - t0) * 1000, lane[e.holder]
         if e.kind == "expired":
             ax.plot([x, x], [y - 0.3, y + 0.3], color="#e6550d", linestyle="--")
