@@ -52,6 +52,12 @@ def key_with_tpl(store, user_id, document_id, template):
                      tpl=template)
 
 
+def key_without_return(store, user_id, document_id, template):
+    view = store.authorize(user_id, document_id)
+    d = store.document(document_id)
+    cache_key(tenant=d.tenant_id, document=d.id, version=d.version, viewer=view, template=template)
+
+
 def test_step1_a_right_answer_in_another_shape_passes_twice():
     assert capstone.check(1, key_other_order) == capstone.check(1, key_other_order) == capstone.PASSED
 
@@ -61,6 +67,7 @@ def test_step1_a_right_answer_in_another_shape_passes_twice():
     (key_without_check, "先调用 store.authorize"),
     (key_by_hand, "自己拼的字符串读不出维度"),
     (key_with_tpl, "维度 template：实际是"),
+    (key_without_return, "忘了 return"),
 ])
 def test_step1_wrong_answers_fail_with_their_cause(answer, message):
     for _ in range(2):

@@ -326,6 +326,8 @@ PASSED = "检查通过"
 def _grade_key(summary_key: Callable[..., str]) -> str:
     facts = probe_key(summary_key)
     got = facts["dimensions"]
+    if not isinstance(facts["key"], str):
+        raise AssertionError(f"summary_key 应当返回 cache_key 生成的字符串：实际是 {facts['key']!r}（忘了 return？）")
     if got is None:
         raise AssertionError(f"键应当由 cache_key 生成（第 02 章），自己拼的字符串读不出维度：实际是 {facts['key']!r}")
     if got.get("viewer") in ("11", "user-11", 11):
