@@ -83,6 +83,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "views.perfplots": ("11", "13"),
     "views.plots": ("01", "04"),
     "views.scrapes": ("08",),
+    "views.sharedload": ("12",),
     "views.states": ("03", "04"),
     "views.timeline": ("06",),
     "labs.capstone": ("12",),

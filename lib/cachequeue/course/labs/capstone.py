@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -32,7 +33,7 @@ from ...checks import check_callable, check_instance, check_int
 from ...queue import PermanentError, jobs
 from ..app.documents import DocumentStore
 
-__all__ = ["PASSED", "MaxJitter", "ServiceLoader", "check", "install", "outcome", "probe_key", "probe_metrics",
+__all__ = ["PASSED", "MaxJitter", "ServiceLoader", "check", "install", "timed", "outcome", "probe_key", "probe_metrics",
            "probe_publish", "probe_read", "probe_retry", "probe_submit", "query"]
 
 query = sqlfile.load(__package__, "capstone.sql")
@@ -69,7 +70,9 @@ class ServiceLoader:
     the job's status. The blocking HTTP calls run in a thread, so the event loop (and the
     readers waiting on the cache) keep running. A job that did not end `done`, or a summary
     of another version than the one asked for, raises RuntimeError: nothing is cached then.
-    `jobs` lists the job ids it was given, one per load.
+    `jobs` lists the job ids it was given, one per load; `timings` has one dict per load
+    with the `time.monotonic()` readings at its start, the 202, the end of the event stream
+    and its end (the figure of step 5 draws them beside the readers' `timed` intervals).
     """
 
     def __init__(self, client: Any, headers: dict[str, str],
@@ -78,24 +81,37 @@ class ServiceLoader:
         self.headers = dict(headers)
         self.follow = check_callable(follow, "follow")
         self.jobs: list[int] = []
+        self.timings: list[dict[str, float]] = []
 
     async def __call__(self, document_id: int, version: int, template: str) -> str:
         return await asyncio.to_thread(self._load, document_id, version, template)
 
     def _load(self, document_id: int, version: int, template: str) -> str:
+        timing = {"start": time.monotonic()}
         answer = self.client.post(f"/v1/documents/{document_id}/summaries",
                                   json={"template": template}, headers=self.headers)
         answer.raise_for_status()
+        timing["accepted"] = time.monotonic()
         job_id = answer.json()["id"]
         self.jobs.append(job_id)
         self.follow(self.client, job_id, self.headers)
+        timing["followed"] = time.monotonic()
         status = self.client.get(f"/v1/jobs/{job_id}", headers=self.headers).json()
+        timing["end"] = time.monotonic()
+        self.timings.append(timing)
         if status["state"] != "done":
             raise RuntimeError(f"job {job_id} ended {status['state']}: {status['last_error']}")
         if status["output"]["version"] != version:
             raise RuntimeError(f"job {job_id} summarised version {status['output']['version']}, "
                                f"not {version}")
         return status["output"]["summary"]
+
+
+async def timed(read: Any) -> tuple[Any, float, float]:
+    """`(value, started, answered)`: await `read` between two `time.monotonic()` readings."""
+    started = time.monotonic()
+    value = await read
+    return value, started, time.monotonic()
 
 
 def _parsed(key: Any) -> dict[str, Any] | None:

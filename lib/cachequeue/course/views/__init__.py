@@ -11,11 +11,12 @@
 - `perfplots`: Figures of chapter 11 (performance and scale), drawn from recorded benchmark runs (`perf.load`).
 - `plots`: Matplotlib figures for the notebooks, labelled in Chinese. Each function returns its Figure.
 - `scrapes`: Prometheus scrapes as DataFrames, and what Prometheus computes from two of them.
+- `sharedload`: Readers who share one load: each reader's wait as a bar, the one load beneath them with its steps.
 - `states`: The job's states and the operations that move a job between them, as a table and a diagram.
 - `timeline`: Who ran what, when: attempts per worker as a table and as a Gantt-style figure.
 
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = ["attempts", "backoff", "claimflow", "claimrace", "fencing", "fonts", "frames", "leases", "perfplots", "plots", "scrapes", "states",
+__all__ = ["attempts", "backoff", "claimflow", "claimrace", "fencing", "fonts", "frames", "leases", "perfplots", "plots", "scrapes", "sharedload", "states",
            "timeline"]
