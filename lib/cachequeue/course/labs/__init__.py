@@ -2,6 +2,7 @@
 
 - `capstone`: Probes for chapter 12's capstone: run a learner's function in fixed scenarios, report what it did.
 - `claimcheck`: The grader of chapter 03's exercise: a learner's `claim_one(conn, worker)`, run on a queue of its own.
+- `extendcheck`: The grader of chapter 10's exercise: a learner's `extend(client, key, owner, ttl_ms)`.
 - `leaselab`: The lease lab of chapter 06: a learner's claim and finish, judged by the history checker.
 - `minute`: A minute of work whose every figure is known before it runs, and a tenant that bursts.
 - `opsday`: A day of the queue on a manual clock: a noisy tenant, quiet tenants, a fixed pool of slots.
@@ -11,4 +12,4 @@
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = ["capstone", "claimcheck", "leaselab", "minute", "opsday", "perf", "retrycheck"]
+__all__ = ["capstone", "claimcheck", "extendcheck", "leaselab", "minute", "opsday", "perf", "retrycheck"]

@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 import redis
@@ -34,6 +34,9 @@ from ...cache import LoadingCache
 from ...checks import check_instance, check_int, check_seconds, check_text
 from ...shared import RedisLock, SharedCache, fenced_write
 from ...shared.client import connect
+
+if TYPE_CHECKING:
+    from ..views.fencing import FenceTrack
 
 __all__ = ["Takeover", "counter_loss", "hit_costs", "query", "takeover_between",
            "unfenced_write", "wait_until_expired"]
@@ -57,7 +60,8 @@ def wait_until_expired(client: redis.Redis, key: str, *, timeout: float = 5.0) -
     return time.monotonic() - start
 
 
-def counter_loss(conn: psycopg.Connection, fences: Any, resource: str
+def counter_loss(conn: psycopg.Connection, fences: Any, resource: str, *,
+                 track: FenceTrack | None = None
                  ) -> tuple[tuple[int, int, int], tuple[bool, bool]]:
     """On a private Redis that keeps nothing: A acquires and pauses past its TTL (its key is
     deleted, as an expiry would), B acquires and writes `resource`, Redis restarts, C
@@ -65,26 +69,48 @@ def counter_loss(conn: psycopg.Connection, fences: Any, resource: str
 
     Returns ((A's, B's, C's fencing tokens), (C's write accepted, B's late write accepted)).
     `fences` is the lock's fence source (`RedisCounter()` or `fencing.Counter(...)`).
+    With `track` (`course.views.fencing.FenceTrack`), each step is noted as it happens:
+    the acquisitions, A's expiry, the restart (a fault), the writes and their verdicts.
     """
     check_text(resource, "resource")
+    if track is not None:
+        from ..views.fencing import FenceTrack  # matplotlib only when a figure is wanted
+
+        check_instance(track, "track", FenceTrack)
+    note = track or _Silent()
     with embedded_redis.Server.private() as volatile:
         client = connect(volatile.url)
         try:
             lock = RedisLock(client, "cq:lock:" + resource, ttl=30, fences=fences)
             a = lock.acquire()
+            note.acquired("A", a.fence)
             client.delete(lock.key)  # A's hold expires while A is paused
+            note.expired("A")
             b = lock.acquire()
+            note.acquired("B", b.fence)
             if not fenced_write(conn, resource, b.fence, {"summary": "B"}):
                 raise AssertionError(f"B's first write to {resource!r} was refused")
+            note.wrote("B", b.fence, True)
             volatile.stop()
             volatile.start()  # no persistence: the lock and its counter are gone
+            note.fault("Redis 重启")
             client.connection_pool.disconnect()  # its sockets went with the old process
             c = lock.acquire()
+            note.acquired("C", c.fence)
             by_c = fenced_write(conn, resource, c.fence, {"summary": "C：现在的持有者"})
+            note.wrote("C", c.fence, by_c)
             by_b = fenced_write(conn, resource, b.fence, {"summary": "B：锁已随 Redis 丢失"})
+            note.wrote("B", b.fence, by_b)
         finally:
             client.close()
     return (a.fence, b.fence, c.fence), (by_c, by_b)
+
+
+class _Silent:
+    """A track that notes nothing (counter_loss without `track`)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args: None
 
 
 @dataclass
