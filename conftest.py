@@ -106,6 +106,8 @@ def pytest_collection_modifyitems(items):
 # depends on this table: a file missing from it runs after these, in collection order.
 LONGEST_FIRST = (
     "tests/site/test_site.py",  # 166 s
+    "tests/integration/verify/test_every_check_fires.py",  # about 220 s at load 7 (new)
+    "tests/integration/course/test_leaselab.py",  # about 165 s at load 7 (new)
     "notebooks/06_workers_crashes.ipynb",  # 109 s
     "tests/integration/verify/test_verify_runs.py",  # 89 s
     "tests/browser/test_service_page.py",  # 71 s
@@ -113,6 +115,8 @@ LONGEST_FIRST = (
     "tests/chaos/test_chaos.py",  # 46 s
     "notebooks/13_message_brokers.ipynb",  # 38 s
     "notebooks/08_operations.ipynb",  # 37 s
+    "tests/integration/service/test_service_stream_load.py",  # new: 300 streams, a restart
+    "notebooks/09_intent_recovery.ipynb",  # new (the second half of the old 08)
     "tests/site/test_slides.py",  # 37 s
     "tests/integration/service/test_service_processes.py",  # 28 s
     "tests/test_notebooks.py",  # 28 s
