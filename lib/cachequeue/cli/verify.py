@@ -84,6 +84,9 @@ def prepare(args: argparse.Namespace) -> Callable[[], int]:
             raise UsageError(f"{flag} must be between {bounds[0]} and {bounds[1]}, got {value}")
     if not 0 < args.time_limit <= 3600:
         raise UsageError(f"--time-limit must be in (0, 3600] seconds, got {args.time_limit:g}")
+    if args.keep is not None and Path(args.keep).exists() and not Path(args.keep).is_dir():
+        raise UsageError(f"--keep {args.keep}: not a directory (the run keeps several files "
+                         f"there; give a directory, new or existing)")
     if args.variant == variants.CUSTOM:
         given = None if args.keep is None else Path(args.keep) / variants.CUSTOM_FILE
         if given is None or not given.is_file():

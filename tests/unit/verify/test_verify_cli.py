@@ -42,6 +42,15 @@ def test_a_custom_variant_needs_its_statements_in_the_kept_folder(tmp_path, caps
     assert err.startswith("cachequeue verify") and "\n" not in err.strip(), err
 
 
+def test_keep_that_names_a_file_is_a_usage_error(tmp_path, capsys):
+    kept = tmp_path / "history.jsonl"
+    kept.write_text("mine\n", encoding="utf-8")
+    assert cli.main(["verify", "--keep", str(kept)]) == 2  # a traceback before (issue 32)
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("cachequeue verify") and "not a directory" in err and "\n" not in err
+    assert kept.read_text(encoding="utf-8") == "mine\n"
+
+
 @pytest.mark.parametrize(("violations", "inconclusive", "status"), [
     ([], [], 0), ([{"check": "lost"}], [], 1), ([{"check": "lost"}], [{"job": 1}], 1),
     ([], [{"job": 1, "state": "pending", "cause": "the time limit of 1 s passed"}], 3),
