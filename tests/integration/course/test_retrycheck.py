@@ -145,7 +145,7 @@ def test_wrong_answers_fail_with_their_cause(database_url, name):
 
 def test_the_learners_own_error_propagates_and_nothing_is_left(database_url, monkeypatch):
     fixed = uuid.UUID(int=0xC0FFEE)
-    monkeypatch.setattr(retrycheck.uuid, "uuid4", lambda: fixed)
+    monkeypatch.setattr(uuid, "uuid4", lambda: fixed)
 
     def stub(conn, handlers, policy, clock, rounds):
         raise NotImplementedError

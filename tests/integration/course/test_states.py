@@ -56,11 +56,19 @@ def _expired_last(q):
     assert jobs.claim(q.conn, lease=10.0, worker="other") is None  # it is not taken over, it fails
 
 
+def _release_capped(q):
+    for _ in range(jobs.MAX_HANDBACKS - 1):  # hand-backs do not use up attempts
+        assert jobs.release(q.conn, q.claim, "worker stopping") == "pending"
+        q.claimed()
+    jobs.release(q.conn, q.claim, "worker stopping")
+
+
 OPERATIONS = {
     "claim": lambda q: q.claimed(),
     "finish": lambda q: jobs.finish(q.conn, q.claim, {"ok": True}),
     "fail_retry": lambda q: jobs.fail(q.conn, q.claim, "boom", policy=RETRY),
     "release": lambda q: jobs.release(q.conn, q.claim, "worker stopping"),
+    "release_capped": _release_capped,
     "takeover": _takeover,
     "fail_final": lambda q: jobs.fail(q.conn, q.claim, "boom", permanent=True),
     "expired_last": _expired_last,
@@ -99,7 +107,7 @@ def _in_state(conn, state):
     return q
 
 
-NEEDS_A_CLAIM = {"finish", "fail_retry", "release", "fail_final"}
+NEEDS_A_CLAIM = {"finish", "fail_retry", "release", "release_capped", "fail_final"}
 CLAIMS = {"claim", "takeover", "expired_last"}
 
 

@@ -199,21 +199,14 @@ def check(handle: Callable[..., Any], client: redis.Redis, prefix: str, *,
     check_instance(client, "client", redis.Redis)
     check_namespace(prefix)
     keys = f"{prefix}ackcheck:{uuid.uuid4().hex[:12]}:"
-    name = f"grade13_{uuid.uuid4().hex[:12]}"
-    setup = db.connect(url=url)
-    conn = None
     try:
-        chapter.reset(setup, name)
-        conn = db.connect(name, url=url)
-        shared.fencing.install(conn)
-        for n, scenario in enumerate((_newest_first, _newest_unacknowledged, _handler_fails, _cap)):
-            scenario(handle, conn, client, f"{keys}{n}")
-        return PASSED
+        with chapter.scratch("grade13", url=url) as (_, name), db.connect(name, url=url) as conn:
+            shared.fencing.install(conn)
+            for n, scenario in enumerate((_newest_first, _newest_unacknowledged, _handler_fails,
+                                          _cap)):
+                scenario(handle, conn, client, f"{keys}{n}")
+            return PASSED
     finally:
-        if conn is not None:
-            conn.close()
-        db.drop_schema(setup, name)
-        setup.close()
         made = list(client.scan_iter(match=keys + "*", count=100))
         if made:
             client.unlink(*made)

@@ -26,7 +26,6 @@ learner's own connections are never used, so nothing is left set on them.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -159,13 +158,8 @@ def check(claim_one: Callable[[psycopg.Connection, str], Any], *, url: str | Non
     the section that teaches it. An exception raised by `claim_one` itself propagates. `url`
     picks another server than `db.database_url()`."""
     check_callable(claim_one, "claim_one", "a function claim_one(conn, worker)")
-    name = f"grade03_{uuid.uuid4().hex[:12]}"
-    setup = db.connect(url=url)
-    sessions: list[psycopg.Connection] = []
-    try:
-        chapter.reset(setup, name)
-        sessions = [db.connect(name, url=url), db.connect(name, url=url)]
-        a, b = sessions
+    with (chapter.scratch("grade03", url=url) as (setup, name),
+          db.connect(name, url=url) as a, db.connect(name, url=url) as b):
         clock = ManualClock()
         for session in (setup, a, b):
             db.set_clock(session, clock.datetime())
@@ -179,8 +173,3 @@ def check(claim_one: Callable[[psycopg.Connection, str], Any], *, url: str | Non
         _claims(claim_one, a, b, ids)
         _rows(setup, ids)
         return PASSED
-    finally:
-        for session in sessions:
-            session.close()
-        db.drop_schema(setup, name)
-        setup.close()

@@ -23,7 +23,6 @@ learner's own connection and clock are never used.
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -116,12 +115,7 @@ def check(always_fail: Callable[[dict], Any], summarise: Callable[[dict], Any],
     check_callable(always_fail, "always_fail", "a handler always_fail(payload)")
     check_callable(summarise, "summarise", "a handler summarise(payload)")
     check_callable(run_rounds, "run_rounds", "a function run_rounds(conn, handlers, policy, clock, rounds)")
-    name = f"grade04_{uuid.uuid4().hex[:12]}"
-    setup = db.connect(url=url)
-    conn = None
-    try:
-        chapter.reset(setup, name)
-        conn = db.connect(name, url=url)
+    with chapter.scratch("grade04", url=url) as (_, name), db.connect(name, url=url) as conn:
         clock = ManualClock()
         db.set_clock(conn, clock.datetime())
         bad = jobs.submit(conn, tenant_id=1, kind="always_fail", payload={"document_id": 9})
@@ -132,8 +126,3 @@ def check(always_fail: Callable[[dict], Any], summarise: Callable[[dict], Any],
         _good_job(conn, good, bad)
         _rounds(conn, clock, outcomes)
         return PASSED
-    finally:
-        if conn is not None:
-            conn.close()
-        db.drop_schema(setup, name)
-        setup.close()

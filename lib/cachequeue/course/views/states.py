@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 
 from ...checks import check_text
+from ...queue.limits import MAX_HANDBACKS
 from . import fonts  # noqa: F401  (registers the Chinese font for the labels)
 
 __all__ = ["COLOURS", "STATES", "TRANSITIONS", "Transition", "edges", "plot_states"]
@@ -42,6 +43,7 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition("running", "done", "finish", "完成"),
     Transition("running", "pending", "fail_retry", "失败，退避后重试"),
     Transition("running", "pending", "release", "交还"),
+    Transition("running", "failed", "release_capped", f"交还次数用尽（第 {MAX_HANDBACKS} 次交还）"),
     Transition("running", "running", "takeover", "租约到期，被接手"),
     Transition("running", "failed", "fail_final", "失败且不再重试（尝试用尽、过截止时间、永久错误）"),
     Transition("running", "failed", "expired_last", "最后一次尝试的租约到期"),
