@@ -6,73 +6,17 @@ row, and the other rows of its batch commit). Manual clocks, as in test_worker_t
 
 import dataclasses
 import threading
-import time
-from collections import Counter
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import psycopg
 import pytest
+from frozen import T0
+from turns import WAIT
 
 from cachequeue import db
-from cachequeue.clock import ManualClock
 from cachequeue.errors import ForeignClaim
-from cachequeue.queue import Worker, jobs, prefetch
+from cachequeue.queue import jobs, prefetch
 from cachequeue.queue.worker import BATCH_WAIT
-
-WAIT = 30
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-class Harness:
-    """A Worker on a manual clock whose connections run on the database clock T0 + db_at."""
-
-    def __init__(self, schema, handlers, **kw):
-        self.schema = schema
-        self.clock = ManualClock()
-        self.conns: list[psycopg.Connection] = []
-        self.db_at = 0.0
-        kw.setdefault("listen", False)
-        kw.setdefault("name", "ahead")
-        self.worker = Worker(self._connect, handlers, clock=self.clock, **kw)
-
-    def _connect(self):
-        conn = db.connect(self.schema)
-        db.set_clock(conn, T0 + timedelta(seconds=self.db_at))
-        self.conns.append(conn)
-        return conn
-
-    def turn(self) -> Counter:
-        return self.worker.run_once()
-
-    def elapse(self, seconds: float) -> None:
-        self.clock.advance(seconds)
-        self.db_at += seconds
-        for conn in self.conns:
-            if not conn.closed:
-                db.set_clock(conn, T0 + timedelta(seconds=self.db_at))
-
-    def turns_until(self, done) -> Counter:
-        total = Counter()
-        deadline = time.monotonic() + WAIT
-        while not done(total):
-            assert time.monotonic() < deadline, f"never happened; so far {total}"
-            self.worker.wait(0.5)
-            total += self.turn()
-        return total
-
-
-@pytest.fixture
-def harness(schema):
-    made = []
-
-    def make(handlers, **kw):
-        h = Harness(schema, handlers, **kw)
-        made.append(h)
-        return h
-
-    yield make
-    for h in made:
-        h.worker.close()
 
 
 def submit(conn, n, **kw):
