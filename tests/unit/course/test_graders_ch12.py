@@ -15,7 +15,6 @@ from httpx_sse import connect_sse
 from cachequeue.cache import cache_key
 from cachequeue.course.app.access import view_of
 from cachequeue.course.graders import ch12
-from cachequeue.course.labs import capstone
 
 # --- step 1 -------------------------------------------------------------------------------
 

@@ -17,7 +17,14 @@ from typing import Any
 import psycopg
 
 from ...checks import check_callable, check_int
-from ..labs.capstone import probe_key, probe_metrics, probe_publish, probe_read, probe_retry, probe_submit
+from ..labs.capstone import (
+    probe_key,
+    probe_metrics,
+    probe_publish,
+    probe_read,
+    probe_retry,
+    probe_submit,
+)
 
 __all__ = ["PASSED", "check_step"]
 

@@ -25,7 +25,7 @@ import psycopg
 
 from ... import db, sqlfile
 from ...cache import LoadingCache, parse_key
-from ...checks import check_callable, check_instance, check_int
+from ...checks import check_callable, check_instance
 from ...queue import PermanentError, jobs
 from ..app.documents import DocumentStore
 
