@@ -83,7 +83,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "views.fonts": (),
     "views.frames": ("00", "03", "04", "05", "07", "12"),
     "views.fencing": ("10",),
-    "views.leases": ("03",),
+    "views.leases": ("03", "05"),
     "views.perfplots": ("11", "13"),
     "views.plots": ("01", "04"),
     "views.scrapes": ("08",),
