@@ -160,6 +160,8 @@ def _register(schema: str, handlers: Mapping[str, Any], spec: str) -> None:
     """Register the handlers' kinds in the schema's queue, so that jobs of them may be
     submitted (a new queue accepts none). A failure (no database yet, no queue in the
     schema) is one line on stderr, and the worker starts anyway: it reconnects on its own."""
+    if not handlers:
+        return
     try:
         with db.connect(schema) as conn:
             kinds.register(conn, dict.fromkeys(handlers, f"handled by {spec}"))
