@@ -6,8 +6,7 @@ import threading
 import pytest
 
 from cachequeue import db
-from cachequeue.errors import UnknownKind
-from cachequeue.queue import jobs, kinds
+from cachequeue.queue import jobs
 
 
 def _count(conn):
@@ -115,18 +114,3 @@ def test_a_bad_dedupe_key_is_refused_and_nothing_is_written(conn, key, error):
     with pytest.raises(error, match="dedupe_key"):
         _submit(conn, key=key)
     assert _count(conn) == 0
-
-
-def test_kinds_register_refuses_bad_input_and_writes_nothing(conn):
-    before = kinds.registered(conn)
-    assert {"noop", "summarise", "flaky", "always_fail"} <= set(before)
-    for bad, error in [([], TypeError), ({}, ValueError), ({"": "x"}, ValueError),
-                       ({"ok": ""}, ValueError), ({"k": "d", 3: "d"}, TypeError),
-                       ({"a\x00": "d"}, ValueError), ({"k" * 201: "d"}, ValueError)]:
-        with pytest.raises(error):
-            kinds.register(conn, bad)
-    assert kinds.registered(conn) == before
-    with pytest.raises(UnknownKind):
-        jobs.submit(conn, tenant_id=1, kind="resize", payload={})
-    assert kinds.register(conn, {"resize": "resize an image"}) == 1
-    assert jobs.submit(conn, tenant_id=1, kind="resize", payload={}, priority=3)
