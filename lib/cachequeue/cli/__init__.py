@@ -5,6 +5,7 @@
                       [--name W] [--no-listen]
     cachequeue serve --schema NAME --app MODULE:ATTR [--host H] [--port P]
                      [--workers N --handlers MODULE:ATTR] [--concurrency N] ...
+    cachequeue scheduler --schema NAME [--interval S] [--name N] [--once [--clock T]]
     cachequeue verify [--variant NAME] [--seed N] [--jobs N] [--workers N] [--faults a,b]
 
 `COMMANDS` is the registry: a later part adds a subcommand (e.g. `serve`) by writing a
@@ -19,12 +20,12 @@ from __future__ import annotations
 
 import sys
 
-from . import serve, verify, worker
+from . import scheduler, serve, verify, worker
 from .base import EXIT_USAGE, Command, Parser, UsageError
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-COMMANDS: list[Command] = [worker.COMMAND, serve.COMMAND, verify.COMMAND]
+COMMANDS: list[Command] = [worker.COMMAND, serve.COMMAND, scheduler.COMMAND, verify.COMMAND]
 
 
 def build_parser() -> Parser:
