@@ -186,9 +186,10 @@ def fire_times(cron: str, timezone: str, after: datetime, until: datetime, *,
     limit = check_int(limit, "limit", minimum=1, maximum=100_000)
     found: list[datetime] = []
     for t in CronSim(cron, after.astimezone(zone)):
+        t = t.astimezone(UTC)  # compare in UTC (see _latest)
         if t > until or len(found) == limit:
             break
-        found.append(t.astimezone(UTC))
+        found.append(t)
     return found
 
 
@@ -213,23 +214,26 @@ def _latest(cron: str, zone: ZoneInfo, now: datetime, after: datetime, count: in
     Forward iteration is the definition (it is what `window_end` and cronsim's DST rule
     use); reverse iteration only finds where to start it: `count` fire times back, less
     three hours, more than any DST shift, so that both directions agree at a transition."""
-    local_now = now.astimezone(zone)
+    # Compare in UTC only: two aware datetimes of the SAME zone compare by wall clock,
+    # which orders the two 02:30s of a fall-back night wrongly.
+    now, after = now.astimezone(UTC), after.astimezone(UTC)
     # cronsim's reverse iteration starts strictly before its start: a microsecond later
     # lets a fire time equal to `now` count as come.
-    back = CronSim(cron, local_now + timedelta(microseconds=1), reverse=True)
-    start = local_now
+    back = CronSim(cron, (now + timedelta(microseconds=1)).astimezone(zone), reverse=True)
+    start = now
     for _ in range(count):
         earlier = next(back, None)
-        if earlier is None or earlier <= after:
+        if earlier is None or earlier.astimezone(UTC) <= after:
             break
-        start = earlier
-    start = max(start - timedelta(hours=3), after.astimezone(zone))
+        start = earlier.astimezone(UTC)
+    start = max(start - timedelta(hours=3), after)
     found: list[datetime] = []
-    for t in CronSim(cron, start):
-        if t > local_now:
+    for t in CronSim(cron, start.astimezone(zone)):
+        t = t.astimezone(UTC)
+        if t > now:
             break
         if t > after:
-            found.append(t.astimezone(UTC))
+            found.append(t)
     return found[-count:]
 
 
