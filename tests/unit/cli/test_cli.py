@@ -67,7 +67,7 @@ def test_a_malformed_database_url_is_a_usage_error_too(capsys, monkeypatch, argv
 
 
 def test_the_registry_builds_one_subcommand_per_command():
-    assert [c.name for c in cli.COMMANDS] == ["worker", "serve", "verify"]
+    assert [c.name for c in cli.COMMANDS] == ["worker", "serve", "scheduler", "verify"]
     with pytest.raises(SystemExit) as exit_:
         cli.build_parser().parse_args(["worker", "--help"])
     assert exit_.value.code == 0
