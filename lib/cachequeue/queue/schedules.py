@@ -252,7 +252,8 @@ def create(conn: psycopg.Connection, name: str, cron: str, *, kind: str, payload
            max_attempts: int = 3) -> Schedule:
     """Create schedule `name`: its fire times are those of `cron` in `timezone` after now
     (database clock). `catch_up` is the missed-fire policy (0 = skip; see the module).
-    A taken name is a ValueError, an unknown kind UnknownKind; nothing is written then."""
+    A taken name, or MAX_SCHEDULES schedules already, is a ValueError, an unknown kind
+    UnknownKind; nothing is written then."""
     zone = _zone(timezone)
     params = {"name": _name(name), "cron": _cron(cron, zone), "timezone": timezone,
               "tenant_id": check_int(tenant_id, "tenant_id"),
@@ -261,8 +262,13 @@ def create(conn: psycopg.Connection, name: str, cron: str, *, kind: str, payload
               "max_attempts": check_int(max_attempts, "max_attempts", minimum=1,
                                         maximum=1000)}
     with conn.transaction():
-        if not conn.execute(query("kind_known").sql, params).fetchone()[0]:
+        conn.execute(query("lock").sql)
+        kind_known, existing = conn.execute(query("before_create").sql, params).fetchone()
+        if not kind_known:
             raise UnknownKind(f"unknown job kind {kind!r}; known kinds are rows of job_kinds")
+        if existing >= MAX_SCHEDULES:
+            raise ValueError(f"there are {existing} schedules, the most one scheduler pass "
+                             f"reads (MAX_SCHEDULES); delete one first")
         row = conn.execute(query("create").sql, params).fetchone()
     if row is None:
         raise ValueError(f"a schedule named {name!r} exists; delete it first or pick "

@@ -48,9 +48,13 @@ FROM (SELECT cq_now() AS now) AS clock
 ON CONFLICT (name) DO NOTHING
 RETURNING id;
 
--- name: kind_known
--- Whether the job kind exists.
-SELECT EXISTS (SELECT 1 FROM job_kinds WHERE kind = %(kind)s);
+-- name: lock
+-- Serialise creates (a rare operation), so the count below stays true until commit.
+LOCK TABLE schedules IN SHARE ROW EXCLUSIVE MODE;
+
+-- name: before_create
+-- Whether the kind exists, and how many schedules there are.
+SELECT EXISTS (SELECT 1 FROM job_kinds WHERE kind = %(kind)s), (SELECT count(*) FROM schedules);
 
 -- name: delete
 -- Remove a schedule and the record of its fires (its jobs stay in the queue).
