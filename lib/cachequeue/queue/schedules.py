@@ -315,11 +315,41 @@ def enqueue(conn: psycopg.Connection, planned: Plan, *, scheduler: str) -> list[
     name = check_text(scheduler, "scheduler", limit=MAX_SCHEDULER_CHARS)
     if not planned.candidates:
         return []
+    _check_candidates(conn, planned)
     params = {"schedule_ids": [c[0] for c in planned.candidates],
               "fire_ats": [c[1] for c in planned.candidates],
               "expires_ats": [c[2] for c in planned.candidates], "scheduler": name}
     rows = conn.execute(query("enqueue").sql, params).fetchall()
     return [Fire(*row) for row in rows]
+
+
+def _check_candidates(conn: psycopg.Connection, planned: Plan) -> None:
+    """A Plan is a plain dataclass: refuse one whose candidates plan() could not have made
+    (a time that is not a fire time of its schedule, a window that is not the policy's),
+    before anything is written. Schedules deleted since the plan are left to the statement,
+    which skips them."""
+    bound = MAX_SCHEDULES * (MAX_CATCH_UP + 1)
+    if not isinstance(planned.candidates, tuple) or len(planned.candidates) > bound:
+        raise ValueError(f"planned.candidates must be a tuple of at most {bound} candidates")
+    rows = {s.id: s for s in list_schedules(conn)}
+    for candidate in planned.candidates:
+        if not (isinstance(candidate, tuple) and len(candidate) == 3):
+            raise ValueError(f"a candidate is (schedule id, fire time, window end), got "
+                             f"{candidate!r}")
+        sid, fire_at, end = candidate
+        check_int(sid, "a candidate's schedule id")
+        _aware(fire_at, "a candidate's fire time")
+        _aware(end, "a candidate's window end")
+        s = rows.get(sid)
+        if s is None:
+            continue
+        zone = ZoneInfo(s.timezone)
+        actual = next(CronSim(s.cron, (fire_at - timedelta(microseconds=1)).astimezone(zone)),
+                      None)
+        if actual is None or actual.astimezone(UTC) != fire_at.astimezone(UTC) or \
+                end != window_end(s.cron, s.timezone, fire_at, s.catch_up):
+            raise ValueError(f"candidate {candidate!r} is not a fire time of schedule "
+                             f"{s.name!r} with its policy's window; make plans with plan()")
 
 
 def tick(conn: psycopg.Connection, *, scheduler: str) -> list[Fire]:

@@ -295,3 +295,22 @@ def test_two_running_schedulers_enqueue_the_due_fire_time_once_and_stop_on_sigte
     assert fired and fired[-1]["fire_at"] in (latest, latest + timedelta(minutes=1))
     # Each minute that came during the run once, whoever of the two enqueued it.
     assert len({f["fire_at"] for f in fired}) == len(fired) == counts(sconn)[2]
+
+
+@pytest.mark.parametrize("forge", [
+    lambda p: p.candidates[0][:2] + (p.candidates[0][2] + timedelta(hours=1),),  # a wider window
+    lambda p: (p.candidates[0][0], p.candidates[0][1] - timedelta(minutes=2),
+               p.candidates[0][2]),                                              # not a fire time
+    lambda p: (p.candidates[0][0], p.candidates[0][1].replace(tzinfo=None), p.candidates[0][2]),
+    lambda p: ("1", p.candidates[0][1], p.candidates[0][2]),
+    lambda p: (1, 2),
+], ids=["window", "not-a-fire-time", "naive", "id-type", "shape"])
+def test_a_forged_plan_is_refused_writing_nothing(sconn, forge):
+    schedules.create(sconn, "every-5", "*/5 * * * *", kind="report", payload={})
+    at(sconn, T0 + timedelta(minutes=5))
+    real = schedules.plan(sconn)
+    forged = schedules.Plan(now=real.now, candidates=(forge(real),))
+    with pytest.raises((ValueError, TypeError)):
+        schedules.enqueue(sconn, forged, scheduler="forger")
+    assert counts(sconn)[1:] == (0, 0)
+    assert len(schedules.enqueue(sconn, real, scheduler="honest")) == 1
