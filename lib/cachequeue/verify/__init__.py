@@ -9,7 +9,8 @@
   every check its situation on every seed; `instrument`: the recording wrappers;
   `variants`: the real queue and its named mutants.
 - `schedules`: the checks of queue.schedules (a fire time enqueued twice, beyond its
-  policy, or missed) and its mutant without the unique key.
+  policy, or missed) and its mutant without the unique key; `schedrun`: its fault run
+  (`cachequeue verify-schedules`).
 
 This part imports the ground floor and `queue`, never `course`, `cache`, `shared` or
 `service`. The `cachequeue verify` command (`cli/verify.py`) runs it.

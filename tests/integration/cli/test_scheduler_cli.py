@@ -1,6 +1,7 @@
 """`cachequeue scheduler` as a real process against a private server that is restarted:
 the pass after the restart fails with one log line, the next connects again and fires."""
 
+import json
 import os
 import subprocess
 import sys
@@ -64,3 +65,13 @@ def test_the_scheduler_reconnects_after_the_server_restarted(monkeypatch):
         with db.connect(SCHEMA, url=url) as conn:
             fired = schedules.fires(conn)
         assert len({(f["name"], f["fire_at"]) for f in fired}) == len(fired)
+
+
+def test_verify_schedules_runs_the_fault_run_and_exits_0_when_nothing_is_wrong():
+    script = Path(sys.executable).parent / "cachequeue"
+    done = subprocess.run([str(script), "verify-schedules", "--steps", "30", "--seed", "3"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    shown = json.loads(done.stdout)
+    assert shown["violations"] == [] and shown["figures"]["duplicated"] == 0
+    assert shown["figures"]["kills"] == shown["figures"]["stops"] == 1
