@@ -25,7 +25,7 @@ smaller library is less to trust. Only fire times after the schedule's creation 
   real instant that matches: 02:00 and 02:30 twice on the fall-back day, none of the
   missing hour on the spring-forward day.
 Fire times are stored in UTC (timestamptz), so the two 02:30s of a fall-back night are two
-distinct keys. tests/unit/queue/test_schedules.py pins all of it.
+distinct keys. tests/unit/queue/test_schedules_times.py pins all of it.
 
 **Exactly once.** A fire time is enqueued by one statement (`sql/schedules.sql`, enqueue):
 it inserts the fire's row into `schedule_fires` with ON CONFLICT DO NOTHING on the primary
@@ -70,7 +70,8 @@ from ..checks import check_instance, check_int, check_text
 from ..errors import UnknownKind
 from .limits import payload_json
 
-__all__ = ["MAX_CATCH_UP", "MAX_CRON_CHARS", "MAX_NAME_CHARS", "MAX_SCHEDULES", "Fire",
+__all__ = ["MAX_CATCH_UP", "MAX_CRON_CHARS", "MAX_NAME_CHARS", "MAX_SCHEDULER_CHARS",
+           "MAX_SCHEDULES", "MAX_ZONE_CHARS", "Fire",
            "Plan", "Schedule", "create", "delete", "enqueue", "fire_times", "fires",
            "install", "list_schedules", "plan", "query", "tick", "window_end"]
 
@@ -329,11 +330,14 @@ def _check_candidates(conn: psycopg.Connection, planned: Plan) -> None:
     before anything is written. Schedules deleted since the plan are left to the statement,
     which skips them."""
     bound = MAX_SCHEDULES * (MAX_CATCH_UP + 1)
-    if not isinstance(planned.candidates, tuple) or len(planned.candidates) > bound:
-        raise ValueError(f"planned.candidates must be a tuple of at most {bound} candidates")
+    check_instance(planned.candidates, "planned.candidates", tuple)
+    if len(planned.candidates) > bound:
+        raise ValueError(f"planned.candidates must hold at most {bound} candidates, got "
+                         f"{len(planned.candidates)}")
     rows = {s.id: s for s in list_schedules(conn)}
     for candidate in planned.candidates:
-        if not (isinstance(candidate, tuple) and len(candidate) == 3):
+        check_instance(candidate, "a candidate", tuple)
+        if len(candidate) != 3:
             raise ValueError(f"a candidate is (schedule id, fire time, window end), got "
                              f"{candidate!r}")
         sid, fire_at, end = candidate

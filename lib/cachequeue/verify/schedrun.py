@@ -32,7 +32,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .. import db, embedded, queue
-from ..checks import check_choice, check_int
+from ..checks import check_choice, check_instance, check_int
 from ..queue import schedules
 from ..queue.notify import CONNECTION_ERRORS
 from . import schedules as vschedules
@@ -95,7 +95,8 @@ def run(*, schedulers: int = 3, steps: int = 36, seed: int = 0, outage: tuple[in
     steps = check_int(steps, "steps", minimum=12, maximum=500)
     rng = random.Random(check_int(seed, "seed"))
     check_choice(variant, "variant", vschedules.SCHEDULE_VARIANTS)
-    if not (isinstance(outage, tuple) and len(outage) == 2
+    check_instance(outage, "outage", tuple)
+    if not (len(outage) == 2
             and 2 <= check_int(outage[0], "outage[0]") < check_int(outage[1], "outage[1]") < steps):
         raise ValueError(f"outage must be (first, end) steps with 2 <= first < end < steps, "
                          f"got {outage!r}")

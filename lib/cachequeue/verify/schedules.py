@@ -51,7 +51,7 @@ _REAL = schedules.query
 _SNAPSHOT = sqlfile.load(__package__, "schedules.sql")
 # The mutant is the real statements with the unique key cut out, word for word.
 _CUTS = {
-    "install": (",\n    PRIMARY KEY (schedule_id, fire_at)\n", "\n"),
+    "install": [(",\n    PRIMARY KEY (schedule_id, fire_at)\n", "\n")],
     "enqueue": [("ON CONFLICT (schedule_id, fire_at) DO NOTHING", "ON CONFLICT DO NOTHING"),
                 ("           'schedule:' || s.id || ':'\n"
                  "               || to_char(f.fire_at AT TIME ZONE 'UTC', "
@@ -82,7 +82,7 @@ def mutant_sql(name: str) -> str:
     error (the mutant would no longer be the real statement minus the key)."""
     cuts = _CUTS[name]
     sql = _REAL(name).sql
-    for old, new in ([cuts] if isinstance(cuts, tuple) else cuts):
+    for old, new in cuts:
         if sql.count(old) != 1:
             raise RuntimeError(f"no-fire-key: {old.strip()!r} is not once in {name} of "
                                "queue/sql/schedules.sql; update verify.schedules to match it")
