@@ -20,7 +20,8 @@
   fair claim, a per-tenant cap), `ratelimit` (a per-kind token bucket in the database),
   `outbox` (events written with the business change; relay; inbox dedup), `deadletter`
   (failed jobs by filter; audited bulk retry with a dry run), `checkpoints` (stages of a
-  multi-stage job). Their tables and indexes are installed by each module's `install(conn)`.
+  multi-stage job), `schedules` (periodic jobs from cron expressions, each fire time
+  enqueued once by any number of schedulers; a missed-fire policy). Their tables and indexes are installed by each module's `install(conn)`.
 
 This part imports only the ground floor (`cachequeue.checks`, `db`, `errors`, `sqlfile`, ...);
 never `cachequeue.cache` or `cachequeue.course`.
@@ -42,6 +43,7 @@ from . import (
     ratelimit,
     registry,
     retry,
+    schedules,
     schema,
     single_pass,
     worker,
@@ -76,6 +78,7 @@ __all__ = [
     "ratelimit",
     "registry",
     "retry",
+    "schedules",
     "schema",
     "single_pass",
     "worker",
