@@ -84,6 +84,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "views.frames": ("00", "03", "04", "05", "07", "12"),
     "views.fencing": ("10",),
     "views.leases": ("03",),
+    "views.recovery": ("09",),
     "views.perfplots": ("11", "13"),
     "views.plots": ("01", "04"),
     "views.scrapes": ("08",),
@@ -106,4 +107,6 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "graders.ch02": ("02",),
     "graders.ch05": ("05",),
     "graders.ch07": ("07",),
+    "graders.ch08": ("08",),
+    "graders.ch09": ("09",),
 }
