@@ -66,3 +66,12 @@ def test_the_dead_letter_frame_and_figure():
         recovery.plot_deadletters(frame, marks={}, end=0)
     with pytest.raises(TypeError, match="since"):
         recovery.deadletter_frame(history, audit, since="2026-01-01")
+
+
+def test_the_cancel_figure_and_its_refusals():
+    fig = recovery.plot_cancel({"cancelled": 0.004, "woken": 0.009}, lease=5, heartbeat=5 / 3)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["租约", "工作者（处理函数）", "用户"]
+    with pytest.raises(ValueError, match="woken"):  # woken before the cancel
+        recovery.plot_cancel({"cancelled": 0.004, "woken": 0.001}, lease=5, heartbeat=1)
+    with pytest.raises(ValueError, match="lease"):
+        recovery.plot_cancel({"cancelled": 0.004, "woken": 0.009}, lease=0, heartbeat=1)

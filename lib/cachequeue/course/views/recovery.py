@@ -1,5 +1,6 @@
-"""Chapter 09's two pictures, drawn from the chapter's own run: the outbox relay killed
-between publishing and marking, and dead letters retried in bulk.
+"""Chapter 09's pictures, drawn from the chapter's own run: a running job cancelled (on a
+time axis), the outbox relay killed between publishing and marking, and dead letters
+retried in bulk.
 
     steps = outbox_steps(written=3, relays=[("中继 1", 0.0, first.lines, True), ...],
                          messages=relaylab.messages(conn))
@@ -37,7 +38,7 @@ from matplotlib.patches import Patch
 from ...checks import check_finite, check_instance, check_int, check_text
 from . import fonts  # noqa: F401  (registers the Chinese font for the labels)
 
-__all__ = ["deadletter_frame", "outbox_steps", "plot_deadletters", "plot_outbox"]
+__all__ = ["deadletter_frame", "outbox_steps", "plot_cancel", "plot_deadletters", "plot_outbox"]
 
 MAX_STEPS = 200
 BUSINESS, BROKER, CONSUMER = "业务事务", "代理", "消费方"
@@ -232,6 +233,41 @@ def plot_deadletters(frame: pd.DataFrame, *, marks: Mapping[str, float], end: fl
     ax.set_ylim(-1.5, len(jobs) - 0.1)
     ax.set_xlim(-end * 0.03, end)
     ax.set_xlabel("秒（数据库时钟，从第一批失败起）")
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_cancel(times: Mapping[str, float], *, lease: float, heartbeat: float,
+                title: str = "取消一个运行中的任务：工作者收到通知即续租，发现租约已不在") -> Figure:
+    """Cancelling a running job on a time axis (milliseconds since the handler started, a
+    log scale: the cancel is heard within milliseconds, the lease would last seconds).
+    `times`: `cancelled` and `woken` from `procs.cancelling.cancel_while_running`; `lease`
+    and `heartbeat`: the worker's lease and the period of its renewals (seconds)."""
+    cancelled = check_finite(times["cancelled"], "cancelled", above=0) * 1000
+    woken = check_finite(times["woken"], "woken", minimum=cancelled / 1000) * 1000
+    lease_ms = check_finite(lease, "lease", above=0) * 1000
+    beat_ms = check_finite(heartbeat, "heartbeat", above=0) * 1000
+    start = min(0.1, cancelled / 10)  # the handler starts at 0, drawn at the axis's left end
+    fig = Figure(figsize=(9, 2.9))
+    ax = fig.subplots()
+    ax.set_xscale("log")
+    ax.barh(0, lease_ms - start, left=start, height=0.35, color="#fdd0a2", edgecolor="#e6550d")
+    ax.annotate(f"没有取消时，租约持续到第 {lease:g} 秒", (lease_ms * 0.95, 0.25), fontsize=8,
+                color="#e6550d", ha="right")
+    ax.barh(1, woken - start, left=start, height=0.35, color="#9ecae1", edgecolor="#3182bd")
+    ax.plot(woken, 1, marker="X", color="#de2d26", markersize=10)
+    ax.annotate(f"醒来（reason = lost），{woken:.0f} 毫秒；交回的结果被令牌拒绝", (woken * 1.15, 1.22),
+                fontsize=8, color="#de2d26")
+    ax.plot(cancelled, 2, marker="o", color="#636363", markersize=9)
+    ax.annotate(f"jobs.cancel 提交，{cancelled:.0f} 毫秒", (cancelled * 1.15, 2.2), fontsize=8,
+                color="#636363")
+    ax.axvline(beat_ms, color="#756bb1", linestyle=":", linewidth=1.3)
+    ax.annotate("第一次定期续租", (beat_ms * 0.95, 2.45), fontsize=8, color="#756bb1", ha="right")
+    ax.set_yticks([0, 1, 2], ["租约", "工作者（处理函数）", "用户"])
+    ax.set_ylim(-0.6, 2.8)
+    ax.set_xlim(start * 0.8, lease_ms * 1.1)
+    ax.set_xlabel("毫秒（从处理函数开始运行起，对数刻度；本次运行的实测时刻）")
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     return fig
