@@ -19,6 +19,9 @@
   `outbox` (events written with the business change; relay; inbox dedup), `deadletter`
   (failed jobs by filter; audited bulk retry with a dry run), `checkpoints` (stages of a
   multi-stage job). Their tables and indexes are installed by each module's `install(conn)`.
+- Keeping it healthy (chapter 14): `health` (who holds the MVCC horizon back, dead tuples
+  and sizes of the jobs table, alerts on thresholds; `sql/health.sql`), `retention`
+  (finished jobs older than a policy deleted in bounded batches; `sql/retention.sql`).
 
 This part imports only the ground floor (`cachequeue.checks`, `db`, `errors`, `sqlfile`, ...);
 never `cachequeue.cache` or `cachequeue.course`.
@@ -29,6 +32,7 @@ from . import (
     context,
     deadletter,
     fairness,
+    health,
     inflight,
     jobs,
     limits,
@@ -38,6 +42,7 @@ from . import (
     outbox,
     ratelimit,
     registry,
+    retention,
     retry,
     schema,
     single_pass,
@@ -61,6 +66,7 @@ __all__ = [
     "context",
     "deadletter",
     "fairness",
+    "health",
     "inflight",
     "install",
     "jobs",
@@ -71,6 +77,7 @@ __all__ = [
     "outbox",
     "ratelimit",
     "registry",
+    "retention",
     "retry",
     "schema",
     "single_pass",
