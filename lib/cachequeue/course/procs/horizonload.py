@@ -108,6 +108,10 @@ class Holder:
             with db.connect(url=self._url) as other:
                 other.execute("SELECT pg_cancel_backend(%s)", (self.pid,))
             self._thread.join(30)
+        elif not self.conn.closed:
+            # Synchronous: the horizon is released when this returns. A bare close() only
+            # asks the backend to exit, and it may still hold the snapshot a moment later.
+            self.conn.execute("ROLLBACK")
         self.conn.close()
 
     def __enter__(self) -> Holder:

@@ -1,0 +1,59 @@
+"""Chapter 14's experiment on a private server: dead row versions are kept exactly while a
+horizon is held, removed by the first VACUUM after, and retention bounds the table."""
+
+from __future__ import annotations
+
+import pytest
+
+from cachequeue import db, embedded
+from cachequeue.course import chapter
+from cachequeue.course.procs import horizonload
+from cachequeue.queue import health
+
+pytestmark = pytest.mark.private_server
+
+
+@pytest.fixture(scope="module")
+def server():
+    with embedded.Server.private(settings=horizonload.SETTINGS) as started:
+        yield started
+
+
+@pytest.fixture
+def conn(server):
+    with db.connect(url=server.url) as setup:
+        chapter.reset(setup, "hl")
+    with db.connect("hl", url=server.url) as connection:
+        yield connection
+
+
+@pytest.mark.parametrize("kind", horizonload.HOLDERS)
+def test_each_holder_keeps_two_dead_versions_per_job(server, conn, kind):
+    points = horizonload.run(conn, server.url, "hl", holder=kind, before=1, held=2, after=1,
+                             jobs_per_round=20)
+    held = [p for p in points if p.phase == "held"]
+    assert [p.kept for p in held] == [40, 80]  # a claim and a finish: two UPDATEs per job
+    assert points[0].kept == 0
+    released = next(p for p in points if p.phase == "released")
+    assert (released.removed, released.kept) == (80, 0)
+    assert health.horizon_holders(conn) == []
+
+
+def test_holder_is_seen_and_released(server, conn):
+    with horizonload.Holder(server.url, "hl", "writer") as holder:
+        assert [h.pid for h in health.horizon_holders(conn)] == [holder.pid]
+    assert health.horizon_holders(conn) == []
+    with pytest.raises(ValueError):
+        horizonload.Holder(server.url, "hl", "replica")
+
+
+def test_churn_with_retention_stays_smaller(conn):
+    kept = horizonload.churn(conn, rounds=6, jobs_per_round=50, keep_seconds=60)
+    assert kept[-1][0] == 300
+    assert kept[-1][1] <= kept[2][1]  # the size stops growing once the policy purges
+
+
+@pytest.mark.parametrize("kwargs", [{"before": 0}, {"jobs_per_round": 0}, {"holder": "x"}])
+def test_run_refuses_bad_arguments(server, conn, kwargs):
+    with pytest.raises(ValueError):
+        horizonload.run(conn, server.url, "hl", **kwargs)
