@@ -4,7 +4,7 @@ or running one, also while workers claim and finish around the purge."""
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -12,7 +12,7 @@ from cachequeue import db
 from cachequeue.course.probes import plans
 from cachequeue.queue import jobs, retention
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _finished(conn, n, *, fail=False):

@@ -30,20 +30,22 @@ returns the table's size after each: what retention does to a table under steady
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
 
 import psycopg
+from psycopg import sql
 
 from ... import db, sqlfile
 from ...checks import check_autocommit_idle, check_choice, check_int, check_seconds, check_text
 from ...queue import jobs, retention
 from ..probes import horizon, plans
 
-__all__ = ["HOLDERS", "SETTINGS", "Holder", "Point", "churn", "claim_buffers", "run",
-           "run_round", "wait_gone"]
+__all__ = ["HOLDERS", "SETTINGS", "Holder", "Point", "churn", "claim_buffers", "limited_role",
+           "run", "run_round", "wait_released"]
 
 HOLDERS = ("report", "writer", "query")
 SETTINGS = {"fsync": "off", "max_connections": "60", "autovacuum": "off"}
@@ -60,11 +62,12 @@ class Holder:
     """A session that holds the horizon until `close()` (also a context manager)."""
 
     def __init__(self, url: str, schema: str, kind: str = "report", *,
-                 application_name: str | None = None) -> None:
+                 application_name: str | None = None, user: str | None = None) -> None:
         self.kind = check_choice(kind, "kind", HOLDERS)
         name = check_text(application_name or f"holder-{kind}", "application_name", limit=60)
         self._url = url
-        self.conn = db.connect(schema, url=url)
+        extra = {} if user is None else {"user": check_text(user, "user", limit=63)}
+        self.conn = db.connect(schema, url=url, **extra)
         self.conn.execute("SELECT set_config('application_name', %s, false)", (name,))
         self.pid = self.conn.info.backend_pid
         self._thread: threading.Thread | None = None
@@ -108,10 +111,11 @@ class Holder:
             with db.connect(url=self._url) as other:
                 other.execute("SELECT pg_cancel_backend(%s)", (self.pid,))
             self._thread.join(30)
-        elif not self.conn.closed:
+        elif not self.conn.closed and not self.conn.broken:
             # Synchronous: the horizon is released when this returns. A bare close() only
             # asks the backend to exit, and it may still hold the snapshot a moment later.
-            self.conn.execute("ROLLBACK")
+            with contextlib.suppress(psycopg.OperationalError):  # a timeout ended the session
+                self.conn.execute("ROLLBACK")
         self.conn.close()
 
     def __enter__(self) -> Holder:
@@ -121,14 +125,37 @@ class Holder:
         self.close()
 
 
-def wait_gone(conn: psycopg.Connection, pid: int, *, timeout: float = 30.0) -> float:
-    """Wait until backend `pid` is gone (a timeout ended it); the seconds waited."""
-    start = time.monotonic()
-    while conn.execute(_QUERIES["backend_alive"].sql, {"pid": pid}).fetchone()[0]:
-        if time.monotonic() - start > timeout:
-            raise TimeoutError(f"backend {pid} still there after {timeout} s")
+def wait_released(conn: psycopg.Connection, pid: int, *, timeout: float = 30.0) -> bool:
+    """Wait until backend `pid` holds neither a snapshot nor a transaction id (a timeout
+    cancelled its statement or ended its session); True if the session itself is gone."""
+    check_int(pid, "pid", minimum=1)
+    deadline = time.monotonic() + check_seconds(timeout, "timeout", upper=600)
+    while True:
+        alive, holds = conn.execute(_QUERIES["holds"].sql, {"pid": pid}).fetchone()
+        if not holds:
+            return not alive
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"backend {pid} still holds the horizon after {timeout} s")
         time.sleep(0.02)
-    return time.monotonic() - start
+
+
+def limited_role(conn: psycopg.Connection, name: str, *, idle_in_transaction: float,
+                 statement: float) -> None:
+    """Create login role `name` for reports: it may read the jobs table of `conn`'s schema,
+    and its sessions get both timeouts (seconds) by default, as `ALTER ROLE ... SET` gives
+    them to every new session of the role (a session may still SET them otherwise)."""
+    role = sql.Identifier(check_text(name, "name", limit=63))
+    idle = round(1000 * check_seconds(idle_in_transaction, "idle_in_transaction", upper=86400))
+    limit = round(1000 * check_seconds(statement, "statement", upper=86400))
+    schema = conn.execute("SELECT current_schema()").fetchone()[0]
+    with conn.transaction():
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(role))
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(schema), role))
+        conn.execute(sql.SQL("GRANT SELECT ON jobs TO {}").format(role))
+        conn.execute(sql.SQL("ALTER ROLE {} SET idle_in_transaction_session_timeout = {}")
+                     .format(role, sql.Literal(f"{idle}ms")))
+        conn.execute(sql.SQL("ALTER ROLE {} SET statement_timeout = {}")
+                     .format(role, sql.Literal(f"{limit}ms")))
 
 
 @dataclass(frozen=True)

@@ -46,3 +46,9 @@ SELECT s.n_live_tup, s.n_dead_tup,
 FROM pg_class c
 JOIN pg_stat_user_tables s ON s.relid = c.oid
 WHERE c.oid = to_regclass(quote_ident(current_schema()) || '.jobs');
+
+-- name: tune_autovacuum
+-- Per-table autovacuum settings for the jobs table (ALTER TABLE takes no parameters: the values are composed as literals).
+ALTER TABLE jobs SET (autovacuum_enabled = {enabled},
+                      autovacuum_vacuum_threshold = {threshold},
+                      autovacuum_vacuum_scale_factor = {scale_factor});

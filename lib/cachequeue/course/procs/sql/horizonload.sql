@@ -16,9 +16,10 @@ SELECT count(*) FROM jobs, pg_sleep(600);
 -- Whether backend %(pid)s runs a statement with a snapshot now.
 SELECT state = 'active' AND backend_xmin IS NOT NULL FROM pg_stat_activity WHERE pid = %(pid)s;
 
--- name: backend_alive
--- Whether backend %(pid)s still exists.
-SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = %(pid)s);
+-- name: holds
+-- Whether backend %(pid)s still exists, and whether it holds a snapshot or a transaction id.
+SELECT count(*) > 0, coalesce(bool_or(coalesce(backend_xmin, backend_xid) IS NOT NULL), false)
+FROM pg_stat_activity WHERE pid = %(pid)s;
 
 -- name: sizes
 -- The jobs table's heap and its indexes, in bytes.
