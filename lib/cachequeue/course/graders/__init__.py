@@ -12,6 +12,7 @@ right answers for each (`tests/unit/course/test_graders_*.py`,
     ch02  key_v2 (template version and a private instruction)
     ch05  exposing_sequence (a boundary the random sequences miss)
     ch07  missed_events (resume an event stream)
+    ch14  holders_sql (the monitoring query that finds who holds the horizon)
 """
 
-__all__ = ["ch00", "ch01", "ch02", "ch05", "ch07"]
+__all__ = ["ch00", "ch01", "ch02", "ch05", "ch07", "ch14"]

@@ -114,7 +114,7 @@ class Holder:
         elif not self.conn.closed and not self.conn.broken:
             # Synchronous: the horizon is released when this returns. A bare close() only
             # asks the backend to exit, and it may still hold the snapshot a moment later.
-            with contextlib.suppress(psycopg.OperationalError):  # a timeout ended the session
+            with contextlib.suppress(psycopg.Error):  # a timeout ended the session
                 self.conn.execute("ROLLBACK")
         self.conn.close()
 

@@ -3,6 +3,7 @@
 - `attempts`: One job's attempts from its attempt rows: who ran it when, the side effect each run made, the refused report.
 - `backfill`: Chapter 02's delete-after-write race as its cells step it: a log and its picture.
 - `backoff`: One job's attempts on a time axis, each retry inside the jitter window it was drawn from.
+- `bloat`: Chapter 14's figures: the jobs table under a held horizon, and its size under churn.
 - `claimflow`: The parts of a statement written as CTEs (`WITH a AS (...), b AS (...) ...`) and which part reads which, drawn as a data-flow graph.
 - `claimrace`: The claim race as two lanes (workers a and b): which statement each sent, in which order, and what it got.
 - `coalescing`: Concurrent readers of one cold key and the one load they share, recorded and drawn.
@@ -22,4 +23,4 @@
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = ["attempts", "backfill", "backoff", "claimflow", "claimrace", "coalescing", "eventlanes", "fencing", "fonts", "frames", "leases", "perfplots", "plots", "scrapes", "servicestory", "sharedload", "states", "timeline"]
+__all__ = ["attempts", "backfill", "backoff", "bloat", "claimflow", "claimrace", "coalescing", "eventlanes", "fencing", "fonts", "frames", "leases", "perfplots", "plots", "scrapes", "servicestory", "sharedload", "states", "timeline"]
