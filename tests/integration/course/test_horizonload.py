@@ -57,3 +57,23 @@ def test_churn_with_retention_stays_smaller(conn):
 def test_run_refuses_bad_arguments(server, conn, kwargs):
     with pytest.raises(ValueError):
         horizonload.run(conn, server.url, "hl", **kwargs)
+
+
+def test_the_bench_script_smoke_run(tmp_path, capsys):
+    """bench/queue_health.py at the smallest size: the summary the closing note reads."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "bench" / "queue_health.py"
+    spec = importlib.util.spec_from_file_location("queue_health", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    out = tmp_path / "run.json"
+    script.main(["--before", "1", "--held", "2", "--after", "1", "--jobs-per-round", "20",
+                 "--churn-rounds", "2", "--out", str(out)])
+    found = json.loads(out.read_text())
+    assert found["summary"]["held"]["dead_kept"] == 2 * 2 * 20
+    assert found["summary"]["released"]["removed"] == 80
+    assert set(found["churn"]) == {"no_retention", "retention_two_rounds"}
+    capsys.readouterr()
