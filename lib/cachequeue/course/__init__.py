@@ -67,6 +67,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "probes.naive": ("03", "12"),
     "probes.plans": ("03", "08", "11"),
     "probes.redislab": ("10",),
+    "probes.rotation": ("14",),
     "probes.statements": ("03", "06", "08"),
     "probes.tablelocks": ("08",),
     "probes.ttldict": ("01",),

@@ -3,6 +3,8 @@ horizon is held, removed by the first VACUUM after, and retention bounds the tab
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import pytest
 
 from cachequeue import db, embedded
@@ -77,3 +79,26 @@ def test_the_bench_script_smoke_run(tmp_path, capsys):
     assert found["summary"]["released"]["removed"] == 80
     assert set(found["churn"]) == {"no_retention", "retention_two_rounds"}
     capsys.readouterr()
+
+
+def test_rotation_drops_a_day_without_dead_rows(conn):
+    from datetime import datetime, timedelta
+
+    import psycopg
+
+    from cachequeue.course.probes import rotation
+
+    day0 = datetime(2026, 3, 1, tzinfo=UTC)
+    assert rotation.create(conn, start=day0, days=2) == ["history_20260301", "history_20260302"]
+    assert rotation.fill(conn, start=day0, days=2, per_day=300) == 600
+    before = rotation.sizes(conn)
+    assert rotation.delete_before(conn, day0 + timedelta(days=1)) == (300, 300)
+    assert rotation.drop_before(conn, day0 + timedelta(hours=12)) == []  # the day is not over
+    assert rotation.drop_before(conn, day0 + timedelta(days=1)) == ["history_20260301"]
+    after = rotation.sizes(conn)
+    assert after[0] == before[0] and after[1] < before[1] and after[2] == 1
+    assert rotation.counts(conn) == (300, 300)
+    with pytest.raises(psycopg.errors.CheckViolation):
+        rotation.fill(conn, start=day0 + timedelta(days=5), days=1, per_day=1)
+    with pytest.raises(ValueError):
+        rotation.fill(conn, start=day0, days=0, per_day=1)
