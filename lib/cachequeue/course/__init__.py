@@ -57,6 +57,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "procs.jetlab": ("13",),
     "procs.ratelab": ("08",),
     "procs.relaylab": ("09",),
+    "procs.schedulers": (),
     "procs.sharedreaders": ("10",),
     "procs.stack": ("07", "08", "12"),
     "procs.streamlab": ("13",),

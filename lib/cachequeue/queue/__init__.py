@@ -18,7 +18,9 @@
   fair claim, a per-tenant cap), `ratelimit` (a per-kind token bucket in the database),
   `outbox` (events written with the business change; relay; inbox dedup), `deadletter`
   (failed jobs by filter; audited bulk retry with a dry run), `checkpoints` (stages of a
-  multi-stage job). Their tables and indexes are installed by each module's `install(conn)`.
+  multi-stage job), `schedules` (periodic jobs from cron expressions, each fire time
+  enqueued once by any number of schedulers; a missed-fire policy).
+  Their tables and indexes are installed by each module's `install(conn)`.
 - Keeping it healthy (chapter 14): `health` (who holds the MVCC horizon back, dead tuples
   and sizes of the jobs table, alerts on thresholds; `sql/health.sql`), `retention`
   (finished jobs older than a policy deleted in bounded batches; `sql/retention.sql`).
@@ -44,6 +46,7 @@ from . import (
     registry,
     retention,
     retry,
+    schedules,
     schema,
     single_pass,
     worker,
@@ -79,6 +82,7 @@ __all__ = [
     "registry",
     "retention",
     "retry",
+    "schedules",
     "schema",
     "single_pass",
     "worker",
