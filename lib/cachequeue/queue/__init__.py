@@ -12,6 +12,8 @@
   `JobContext` its handlers may take; `logline`: its one-line-per-event log.
 - `registry`: the workers table (who runs, last heartbeat, jobs in hand), SQL in
   `sql/registry.sql`; `notify`: the jobs table's notification channel and a listener thread.
+- `kinds`: the kinds a queue accepts (rows of job_kinds; a new queue accepts none until
+  whoever runs the work registers them), SQL in `sql/kinds.sql`.
 - `limits`: the queue's limits (payload size, lease, error text) and the checks of its inputs.
 - Operating the queue (chapters 08, 09), each with its SQL in `sql/<module>.sql`: `metrics`
   (depth, oldest wait, rates, durations, ratios; bounded tenant labels), `fairness` (the
@@ -37,6 +39,7 @@ from . import (
     health,
     inflight,
     jobs,
+    kinds,
     limits,
     logline,
     metrics,
@@ -73,6 +76,7 @@ __all__ = [
     "inflight",
     "install",
     "jobs",
+    "kinds",
     "limits",
     "logline",
     "metrics",
