@@ -126,6 +126,7 @@ LONGEST_FIRST = (
     "tests/integration/service/test_service_schema.py",  # 16 s
     "tests/test_packaging.py",  # 16 s
     "tests/site/test_browser_tools.py",  # 16 s
+    "notebooks/14_queue_health.ipynb",  # new: 15-30 s (a private server, held horizons)
     "notebooks/11_performance.ipynb",  # 15 s
     "tests/integration/broker/test_broker_worker.py",  # 15 s
     "tests/site/test_sitebuild.py",  # 14 s

@@ -34,7 +34,7 @@ ROOMS = ("app", "procs", "probes", "model", "views", "labs", "graders")
 
 # module (room.name) -> the chapters whose notebooks import it
 CHAPTERS: dict[str, tuple[str, ...]] = {
-    "chapter": ("00", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12", "13"),
+    "chapter": ("00", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12", "13", "14"),
     "app.access": ("02",),
     "app.data": ("00", "02", "08", "09", "13"),
     "app.documents": ("02", "12"),
@@ -53,6 +53,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "procs.chaos": ("06",),
     "procs.fleet": ("06", "13"),
     "procs.holder": ("06",),
+    "procs.horizonload": ("14",),
     "procs.jetlab": ("13",),
     "procs.ratelab": ("08",),
     "procs.relaylab": ("09",),
@@ -62,11 +63,12 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "procs.streamlab": ("13",),
     "procs.timers": ("03", "12"),
     "procs.wakeup": ("06",),
-    "probes.horizon": ("03", "08"),
+    "probes.horizon": ("03", "08", "14"),
     "probes.minimal": ("03",),
     "probes.naive": ("03", "12"),
     "probes.plans": ("03", "08", "11"),
     "probes.redislab": ("10",),
+    "probes.rotation": ("14",),
     "probes.statements": ("03", "06", "08"),
     "probes.tablelocks": ("08",),
     "probes.ttldict": ("01",),
@@ -77,6 +79,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "views.attempts": ("12",),
     "views.backfill": ("02",),
     "views.backoff": ("04",),
+    "views.bloat": ("14",),
     "views.claimflow": ("03",),
     "views.claimrace": ("03",),
     "views.clockreads": ("00",),
@@ -113,4 +116,5 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "graders.ch11": ("11",),
     "graders.ch12": ("12",),
     "graders.ch13": ("13",),
+    "graders.ch14": ("14",),
 }

@@ -21,7 +21,11 @@
   `outbox` (events written with the business change; relay; inbox dedup), `deadletter`
   (failed jobs by filter; audited bulk retry with a dry run), `checkpoints` (stages of a
   multi-stage job), `schedules` (periodic jobs from cron expressions, each fire time
-  enqueued once by any number of schedulers; a missed-fire policy). Their tables and indexes are installed by each module's `install(conn)`.
+  enqueued once by any number of schedulers; a missed-fire policy).
+  Their tables and indexes are installed by each module's `install(conn)`.
+- Keeping it healthy (chapter 14): `health` (who holds the MVCC horizon back, dead tuples
+  and sizes of the jobs table, alerts on thresholds; `sql/health.sql`), `retention`
+  (finished jobs older than a policy deleted in bounded batches; `sql/retention.sql`).
 
 This part imports only the ground floor (`cachequeue.checks`, `db`, `errors`, `sqlfile`, ...);
 never `cachequeue.cache` or `cachequeue.course`.
@@ -32,6 +36,7 @@ from . import (
     context,
     deadletter,
     fairness,
+    health,
     inflight,
     jobs,
     kinds,
@@ -42,6 +47,7 @@ from . import (
     outbox,
     ratelimit,
     registry,
+    retention,
     retry,
     schedules,
     schema,
@@ -66,6 +72,7 @@ __all__ = [
     "context",
     "deadletter",
     "fairness",
+    "health",
     "inflight",
     "install",
     "jobs",
@@ -77,6 +84,7 @@ __all__ = [
     "outbox",
     "ratelimit",
     "registry",
+    "retention",
     "retry",
     "schedules",
     "schema",

@@ -20,6 +20,7 @@ right answers for each (`tests/unit/course/test_graders_*.py`,
     ch11  stops_growing (the batch size where throughput stops growing)
     ch12  check_step (the capstone's seven steps, on labs.capstone's probes)
     ch13  handle (acknowledge a delivery only after its fenced write)
+    ch14  holders_sql (the monitoring query that finds who holds the horizon)
 """
 
-__all__ = ["ch00", "ch01", "ch02", "ch03", "ch04", "ch05", "ch07", "ch08", "ch09", "ch10", "ch11", "ch12", "ch13"]
+__all__ = ["ch00", "ch01", "ch02", "ch03", "ch04", "ch05", "ch07", "ch08", "ch09", "ch10", "ch11", "ch12", "ch13", "ch14"]

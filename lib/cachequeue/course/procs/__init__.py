@@ -7,6 +7,7 @@
 - `chaos`: Chaos: worker processes killed, paused and respawned at random, the server restarted; what survived.
 - `fleet`: Real worker processes for the notebooks and the chaos run, watched through their log lines.
 - `holder`: What the server sees of a holder that died and of one that was paused: a session lock against a lease.
+- `horizonload`: Chapter 14's experiment: the queue under steady load while something holds the horizon.
 - `jetlab`: NATS JetStream as a job queue (chapter 13): a work-queue stream, a pull consumer, brokers killed.
 - `ratelab`: A vendor's quota across real processes: no limit, a limit in each process, one in the database.
 - `relaylab`: The outbox lab: a relay process killed between publishing and marking, and a consumer.
@@ -20,5 +21,5 @@
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = ["brokerchaos", "browser", "cancelling", "capacity", "chaos", "fleet", "holder", "jetlab", "ratelab",
-           "relaylab", "schedulers", "sharedreaders", "stack", "streamlab", "timers", "wakeup"]
+__all__ = ["brokerchaos", "browser", "cancelling", "capacity", "chaos", "fleet", "holder", "horizonload", "jetlab",
+           "ratelab", "relaylab", "schedulers", "sharedreaders", "stack", "streamlab", "timers", "wakeup"]

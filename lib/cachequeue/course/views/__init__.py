@@ -3,14 +3,17 @@
 - `attempts`: One job's attempts from its attempt rows: who ran it when, the side effect each run made, the refused report.
 - `backfill`: Chapter 02's delete-after-write race as its cells step it: a log and its picture.
 - `backoff`: One job's attempts on a time axis, each retry inside the jitter window it was drawn from.
+- `bloat`: Chapter 14's figures: the jobs table under a held horizon, and its size under churn.
 - `claimflow`: The parts of a statement written as CTEs (`WITH a AS (...), b AS (...) ...`) and which part reads which, drawn as a data-flow graph.
 - `claimrace`: The claim race as two lanes (workers a and b): which statement each sent, in which order, and what it got.
+- `clockreads`: cq_now() read many times inside one statement, by a frozen session and a live one (chapter 00).
 - `coalescing`: Concurrent readers of one cold key and the one load they share, recorded and drawn.
 - `eventlanes`: Lanes on one time axis (spans and marks from a run's recorded events), one colour per kind.
 - `fencing`: Kleppmann's timeline as it ran: two lock holders, the pause, the tokens, the refused write.
 - `fonts`: Chinese text in matplotlib figures, on any laptop, without installing a font.
 - `frames`: Queue state as pandas DataFrames: jobs, attempts, and simulated retry schedules.
 - `leases`: A lease timeline: per worker, the lease it held as a bar, renewals, the takeover, refused reports.
+- `modelcalls`: The simulated model's calls on the manual clock: how long each took and which one failed (chapter 00).
 - `perfplots`: Figures of chapter 11 (performance and scale), drawn from recorded benchmark runs (`perf.load`).
 - `plots`: Matplotlib figures for the notebooks, labelled in Chinese. Each function returns its Figure.
 - `recovery`: Chapter 09's pictures from its own run: the outbox relay killed between publish and mark, and dead letters retried in bulk.
@@ -23,4 +26,6 @@
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = ["attempts", "backfill", "backoff", "claimflow", "claimrace", "coalescing", "eventlanes", "fencing", "fonts", "frames", "leases", "perfplots", "plots", "recovery", "scrapes", "servicestory", "sharedload", "states", "timeline"]
+__all__ = ["attempts", "backfill", "backoff", "bloat", "claimflow", "claimrace", "clockreads", "coalescing", "eventlanes",
+           "fencing", "fonts", "frames", "leases", "modelcalls", "perfplots", "plots", "recovery", "scrapes",
+           "servicestory", "sharedload", "states", "timeline"]
