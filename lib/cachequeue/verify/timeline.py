@@ -7,7 +7,8 @@ violation's witness highlighted. For a notebook and for a failure report.
     fig = timeline.witness_figure(ops, snapshot, result["violations"][0])   # the witness only
 
 Drawn in the course's one vocabulary (`cachequeue.lanes`, the same colours and markers as
-the chapters' timelines). An attempt's bar runs from its claim to its end by the database
+the chapters' timelines; `save_html` writes the same lanes as a zoomable offline page, which
+`--keep` leaves beside timeline.png). An attempt's bar runs from its claim to its end by the database
 clock (its attempt row's close, else the end of its lease as the history knows it),
 coloured by outcome, on a sub-row of its worker's lane when the worker ran several at
 once; a bar of the witness gets a thick red edge. Faults: a kill or a terminate is a cross
@@ -28,9 +29,10 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from ..lanes import SPAN_KINDS, Band, Chart, Mark, Span, draw
+from ..laneshtml import page
 from .checks import Violation
 
-__all__ = ["COLOURS", "chart", "figure", "kept", "witness_chart", "witness_figure"]
+__all__ = ["COLOURS", "chart", "figure", "kept", "save_html", "witness_chart", "witness_figure"]
 
 _OUTCOMES = ("done", "retry", "failed", "expired", "released", "cancelled")
 COLOURS = {**{o: SPAN_KINDS[o].colour for o in _OUTCOMES}, None: SPAN_KINDS["running"].colour}
@@ -188,3 +190,12 @@ def witness_figure(ops: list[dict[str, Any]], snapshot: dict[str, Any],
     """The witness of `violation` (see `witness_chart`) as a matplotlib Figure."""
     return draw(witness_chart(ops, snapshot, violation), width=width, legend=True,
                 row_height=0.8)
+
+
+def save_html(ops: list[dict[str, Any]], snapshot: dict[str, Any],
+              violation: Violation | dict | None, path: str | Path) -> Path:
+    """The run's timeline as a standalone, offline HTML page (zoom, pan, hover an attempt
+    for its job, attempt, token and outcome): `timeline.html` beside `timeline.png`."""
+    path = Path(path)
+    path.write_text(page(chart(ops, snapshot, violation), width=1100), encoding="utf-8")
+    return path

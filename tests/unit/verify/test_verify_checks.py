@@ -476,3 +476,10 @@ def test_a_kept_run_is_read_back_from_its_folder(tmp_path):
     assert timeline.kept(tmp_path) == (ops, snap)
     with pytest.raises(ValueError, match="not kept"):
         timeline.kept({"violations": []})
+
+
+def test_the_timeline_page_is_offline_html_with_every_attempt(tmp_path):
+    ops, snap = good()
+    page = timeline.save_html(ops, snap, None, tmp_path / "timeline.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "http" not in page
+    assert page.count('class="span ') == len(snap["attempts"])
