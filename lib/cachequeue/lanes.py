@@ -80,6 +80,7 @@ MARK_KINDS = {
     "replaced": Kind("#888888", "|", "被续租替换的终点"),
     "accepted": Kind("#4c9a5a", "o", "写入被接受"),
     "refused": Kind("#c8553d", "X", "被拒绝"),
+    "late": Kind("#c8553d", "P", "迟到却被接受"),
     "effect": Kind("#e6550d", "*", "副作用"),
     "kill": Kind("#000000", "x", "进程被杀"),
     "signal": Kind("#6a1b9a", "s", "信号"),
