@@ -160,11 +160,16 @@ def witness_chart(ops: list[dict[str, Any]], snapshot: dict[str, Any],
                           detail=f"job {a['job_id']} attempt {a['attempt']} token "
                                  f"{str(a['lease_token'])[:8]} outcome {a['outcome']}",
                           highlight=a["lease_token"] in tokens))
+    # A stale report that was accepted (the witness of stale-accepted ends with it).
+    stale = {(w.get("call"), w.get("time")) for w in found["witness"][-1:]
+             if found["check"] == "stale-accepted" and w.get("outcome") == "accepted"}
     for op in mine:
         kind, word = _OPS.get(op["f"], ("event", op["f"]))
         refused = op["type"] != "ok" or op.get("outcome") == "rejected"
         if op["f"] in ("finish", "fail", "release", "renew") and refused:
             kind, word = "refused", f"{word}被拒绝" if op["type"] == "ok" else f"{word}（{op['type']}）"
+        elif (op.get("call"), op.get("time")) in stale:
+            kind, word = "late", f"{word}：迟到却被接受"
         marks.append(Mark(op.get("process") or "?", op["time"] - zero, word, kind,
                           detail=f"{op['process']} {op['type']} {op['f']} job {op.get('job')} "
                                  f"attempt {op.get('attempt')} {op['time'] - zero:.3f}s"))

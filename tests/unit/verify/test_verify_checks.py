@@ -455,7 +455,7 @@ def test_the_witness_figure_shows_only_the_witness_and_marks_the_stale_report():
     assert shown.order() == ["w1", "w2"] and "stale-accepted" in shown.title
     assert {s.highlight for s in shown.spans if s.lane == "w1"} == {True}
     late = [m for m in shown.marks if m.lane == "w1" and m.at > 0.75]
-    assert [(m.kind, m.label) for m in late] == [("accepted", "报告失败")], \
+    assert [(m.kind, m.label) for m in late] == [("late", "报告失败：迟到却被接受")], \
         "the stale report that was accepted is drawn where it happened"
     claims = sorted((m.lane, round(m.at, 3)) for m in shown.marks if m.kind == "claim")
     assert claims == [("w1", 0.1), ("w2", 0.5)]
