@@ -264,7 +264,8 @@ def draw(chart: Chart, *, ax=None, width: float = 7.0, legend: bool = False,
         y = row[span.lane]
         if span.kind == "pause":
             ax.barh(y, max(span.end - span.start, 1e-9), left=span.start, height=0.9,
-                    color=SPAN_KINDS["pause"].colour, alpha=0.6, edgecolor="none", gid="pause")
+                    color=SPAN_KINDS["pause"].colour, alpha=0.6, edgecolor="none", gid="pause",
+                    zorder=0.5)  # behind the bars: a paused worker's attempt stays visible
             continue
         height = 0.5 / count
         centre = y - 0.25 + (slot + 0.5) * height

@@ -148,7 +148,9 @@ def to_html(chart: Chart, *, width: int = 900) -> str:
                        f'stroke="{kind.colour}" stroke-width="2" stroke-dasharray="2,3" '
                        f'data-info="{info}"><title>{info}</title></line>')
     slots = layout(chart)
-    for i, span in enumerate(chart.spans):
+    behind_first = sorted(range(len(chart.spans)), key=lambda i: chart.spans[i].kind != "pause")
+    for i in behind_first:  # pauses first: SVG paints in order, so they lie behind the bars
+        span = chart.spans[i]
         slot, count = slots[i]
         kind = SPAN_KINDS[span.kind]
         info = escape(span.detail or span.label or kind.legend)

@@ -144,7 +144,7 @@ def chart(track: Track, *, title: str = "接手之后，旧消费者迟到的确
     """The lanes of the module docstring (step n at x = n)."""
     if not any(n.what == "took" for n in track.notes):
         raise ValueError("nothing to plot: the track has no delivery")
-    last = len(track.notes) + 0.5
+    last = len(track.notes) + 1.0
     spans, marks = [], []
     held: dict[str, tuple[str, int, int]] = {}   # entry -> (consumer, deliveries, step)
 
