@@ -213,8 +213,8 @@ _OUTCOME = {"finished": "done", "stale": "expired", "redone": "done", "retrying"
 
 @dataclass(frozen=True)
 class Late:
-    """A late result the fence refused, and the newer delivery of the same message that
-    had started before it (seconds since the run's first event)."""
+    """A late result the fence refused, and the next delivery of the same message, the one
+    that took it over (seconds since the run's first event)."""
 
     seq: int
     delivery: int
@@ -240,8 +240,8 @@ def _timeline(result: dict[str, Any]) -> tuple[list[dict], float]:
 
 
 def late_results(result: dict[str, Any]) -> list[Late]:
-    """Every result the fence refused (`stale` with refused=result), each with the newest
-    delivery of its message that started before the refusal."""
+    """Every result the fence refused (`stale` with refused=result), each with the next
+    delivery of its message (the one that took it over once ack_wait ran out)."""
     events, zero = _timeline(result)
     starts = [e for e in events if e["event"] == "started"]
     found = []
@@ -249,12 +249,14 @@ def late_results(result: dict[str, Any]) -> list[Late]:
         if e["event"] != "stale" or e.get("refused") != "result":
             continue
         mine = [s for s in starts if s["seq"] == e["seq"] and s["delivery"] == e["delivery"]]
-        newer = [s for s in starts if s["seq"] == e["seq"] and s["delivery"] > e["delivery"]
-                 and s["t"] <= e["t"]]
+        # The fence registered the newer delivery before it refused this result; its worker
+        # logs `started` just after registering it, so that line may come a moment after
+        # the refusal: it is matched by delivery number, not by time.
+        newer = [s for s in starts if s["seq"] == e["seq"] and s["delivery"] > e["delivery"]]
         if not mine or not newer:
             raise ValueError(f"message {e['seq']}: a refused result without the deliveries "
                              f"that explain it (recorded events are missing)")
-        new = max(newer, key=lambda s: s["delivery"])
+        new = min(newer, key=lambda s: s["delivery"])  # the redelivery that took it over
         found.append(Late(e["seq"], e["delivery"], mine[-1]["worker"], mine[-1]["t"] - zero,
                           e["t"] - zero, new["delivery"], new["worker"], new["t"] - zero))
     return found
