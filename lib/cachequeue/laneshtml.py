@@ -107,8 +107,8 @@ def to_html(chart: Chart, *, width: int = 900) -> str:
     digest = hashlib.sha256(repr((chart.title, chart.spans, chart.marks, chart.bands, order,
                                   width)).encode()).hexdigest()[:12]
     uid = f"lanes-{digest}"
-    out = [f'<div class="lanes-chart" id="{uid}" style="max-width:{width}px;font-family:'
-           'sans-serif;font-size:12px">',
+    out = [f'<div class="lanes-chart" id="{uid}" style="max-width:{width}px;'
+           'font-size:12px">',  # the page's own font: the site's Chinese web font
            f'<svg viewBox="0 0 {width} {height}" width="100%" '
            f'role="img" aria-label="{escape(chart.title)}" style="user-select:none;cursor:grab">',
            f"<title>{escape(chart.title)}</title>",
