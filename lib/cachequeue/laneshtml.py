@@ -199,7 +199,8 @@ def _nice(span: float) -> float:
 
 
 def page(chart: Chart, *, width: int = 900) -> str:
-    """A standalone HTML page (UTF-8) holding `to_html(chart)`: open it from a file."""
+    """A standalone HTML page (UTF-8) holding `to_html(chart)`: open it from a file (its
+    icon is empty and inline, so not even a favicon is asked for)."""
     return (f'<!DOCTYPE html><html lang="zh-CN"><head><meta charset="utf-8"><title>'
-            f"{escape(chart.title)}</title></head><body>{to_html(chart, width=width)}"
-            "</body></html>\n")
+            f'{escape(chart.title)}</title><link rel="icon" href="data:,"></head><body>'
+            f"{to_html(chart, width=width)}</body></html>\n")
