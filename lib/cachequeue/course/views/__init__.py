@@ -8,15 +8,17 @@
 - `claimrace`: The claim race as two lanes (workers a and b): which statement each sent, in which order, and what it got.
 - `clockreads`: cq_now() read many times inside one statement, by a frozen session and a live one (chapter 00).
 - `coalescing`: Concurrent readers of one cold key and the one load they share, recorded and drawn.
-- `eventlanes`: Lanes on one time axis (spans and marks from a run's recorded events), one colour per kind.
+- `eventlanes`: Lanes on one time axis (spans and marks from a run's recorded events), one colour per kind: the room's name for `cachequeue.lanes`, the course's one drawing vocabulary.
 - `fencing`: Kleppmann's timeline as it ran: two lock holders, the pause, the tokens, the refused write.
 - `fonts`: Chinese text in matplotlib figures, on any laptop, without installing a font.
+- `interactive`: A lane chart as an interactive view in a notebook (offline HTML: zoom, pan, hover), beside its static image.
 - `frames`: Queue state as pandas DataFrames: jobs, attempts, and simulated retry schedules.
 - `leases`: A lease timeline: per worker, the lease it held as a bar, renewals, the takeover, refused reports.
 - `modelcalls`: The simulated model's calls on the manual clock: how long each took and which one failed (chapter 00).
 - `perfplots`: Figures of chapter 11 (performance and scale), drawn from recorded benchmark runs (`perf.load`).
 - `plots`: Matplotlib figures for the notebooks, labelled in Chinese. Each function returns its Figure.
 - `recovery`: Chapter 09's pictures from its own run: the outbox relay killed between publish and mark, and dead letters retried in bulk.
+- `redelivery`: A broker's redelivery as it ran: the stuck consumer, the takeover, the stale ack; chapter 13's chaos run as lanes.
 - `scrapes`: Prometheus scrapes as DataFrames, and what Prometheus computes from two of them.
 - `servicestory`: One request's life through the HTTP service on one time axis (chapter 07).
 - `sharedload`: Readers who share one load: each reader's wait as a bar, the one load beneath them with its steps.
@@ -27,5 +29,5 @@ Modules are not imported here (some load pandas or matplotlib); import the one y
 """
 
 __all__ = ["attempts", "backfill", "backoff", "bloat", "claimflow", "claimrace", "clockreads", "coalescing", "eventlanes",
-           "fencing", "fonts", "frames", "leases", "modelcalls", "perfplots", "plots", "recovery", "scrapes",
-           "servicestory", "sharedload", "states", "timeline"]
+           "fencing", "fonts", "frames", "interactive", "leases", "modelcalls", "perfplots", "plots", "recovery",
+           "redelivery", "scrapes", "servicestory", "sharedload", "states", "timeline"]
