@@ -8,7 +8,7 @@ import pytest
 
 from cachequeue import db
 from cachequeue.service.problems import Problem
-from cachequeue.service.tenantlimits import TenantLimits, install
+from cachequeue.service.tenantlimits import _QUERIES, TenantLimits, install
 
 START = datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -63,3 +63,24 @@ def test_hostile_tenant_ids_are_refused_before_any_statement(conn):
         limits.admit_submit(conn, "1")
     with pytest.raises(ValueError):
         limits.admit_submit(conn, 0)
+
+
+def test_the_pending_count_reads_an_index_not_the_table(conn):
+    # 2,000 finished jobs, 3,000 pending of tenant 2 and 30 of tenant 1: without the index,
+    # tenant 1's count reads the table or every tenant's pending jobs on every submit; with
+    # it, only tenant 1's pending entries.
+    conn.execute("INSERT INTO jobs (tenant_id, kind, payload, state) "
+                 "SELECT 1, 'noop', '{}', 'done' FROM generate_series(1, 2000)")
+    conn.execute("INSERT INTO jobs (tenant_id, kind, payload) "
+                 "SELECT 1 + (g % 101 > 0)::int, 'noop', '{}' FROM generate_series(1, 3030) g")
+    conn.execute("ANALYZE jobs")
+    count = _QUERIES["pending_count"].sql
+    plan = "\n".join(row[0] for row in conn.execute("EXPLAIN " + count,
+                                                   {"tenant_id": 1, "cap": 2000}))
+    assert "jobs_fair" not in plan  # a fresh schema has no such index
+    install(conn)
+    conn.execute("VACUUM ANALYZE jobs")
+    assert conn.execute(count, {"tenant_id": 1, "cap": 2000}).fetchone()[0] == 30
+    plan = "\n".join(row[0] for row in conn.execute("EXPLAIN " + count,
+                                                   {"tenant_id": 1, "cap": 2000}))
+    assert "Index Only Scan using jobs_fair" in plan, plan

@@ -152,3 +152,7 @@ WHERE tenant_id = %(tenant_id)s;
 -- name: kinds
 -- The kinds the queue knows (job_kinds), for the OpenAPI document's enum of a job's kind.
 SELECT kind FROM job_kinds ORDER BY kind;
+
+-- name: fair_index_missing
+-- Whether the fair claim's index on pending jobs by tenant, which the pending count reads, is missing in this schema.
+SELECT to_regclass('jobs_fair') IS NULL;
