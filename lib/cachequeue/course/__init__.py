@@ -54,6 +54,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "procs.fleet": ("06", "13"),
     "procs.holder": ("06",),
     "procs.jetlab": ("13",),
+    "procs.overload": ("07",),
     "procs.ratelab": ("08",),
     "procs.relaylab": ("09",),
     "procs.sharedreaders": ("10",),
