@@ -47,7 +47,10 @@ def install(conn: psycopg.Connection) -> None:
     every submit (66 ms against 2.7 ms for 11,600 pending jobs among 200,000 finished ones,
     measured in this checkout); with it, an index-only scan that stops at the cap. The
     indexes are created only when missing: CREATE INDEX IF NOT EXISTS would take a SHARE
-    lock on jobs, and wait for every submit in flight, even when they exist."""
+    lock on jobs, and wait for every submit in flight, even when they exist. Built here on
+    a large table, the index holds submits for as long as the build takes, as the fair
+    workers' own install does (`cachequeue worker --fair`): create it beforehand there,
+    with CREATE INDEX CONCURRENTLY and the same definition (queue/sql/fairness_indexes.sql)."""
     with conn.transaction():
         conn.execute(_QUERIES["install_lock"].sql)
         conn.execute(_QUERIES["install_buckets"].sql)
