@@ -152,7 +152,7 @@ def site_copy(nb, ch: Chapter):
     title, no test-runner markers, answers folded, every figure with a text alternative."""
     copy = nbtool.public_copy(nb)
     copy.cells.insert(1, _links_cell(ch))
-    heading = ch.title
+    heading, prose = ch.title, ""
     for cell in copy.cells:
         if cell.cell_type == "markdown":
             # A notebook links the repository's docs/x.md; the site has that page at its root.
@@ -160,6 +160,7 @@ def site_copy(nb, ch: Chapter):
             for line in cell.source.splitlines():
                 if line.startswith("#"):
                     heading = line.lstrip("#").strip()
+            prose = cell.source
             continue
         cell.source = without_test_markers(cell.source)
         mystnb = cell.metadata.setdefault("mystnb", {})
@@ -167,8 +168,29 @@ def site_copy(nb, ch: Chapter):
             cell.metadata.setdefault("tags", []).append("hide-input")
             mystnb.update(code_prompt_show="显示参考答案", code_prompt_hide="隐藏参考答案")
         if any("image/png" in out.get("data", {}) for out in cell.outputs):
-            mystnb.setdefault("image", {"alt": f"本节的图：{heading}"})
+            mystnb.setdefault("image", {"alt": cell.metadata.get("alt") or figure_alt(heading, prose)})
     return copy
+
+
+_HEADING_LINE = re.compile(r"^#.*$", re.MULTILINE)
+_MARKUP = [(re.compile(r"\$\$.*?\$\$", re.DOTALL), ""),            # display formulas
+           (re.compile(r"\s*\$[^$]*\$\s*"), "（公式）"),                   # inline formulas
+           (re.compile(r"\[([^\]]*)\]\([^)]*\)"), r"\1"),           # links: their text
+           (re.compile(r"[`*_]"), ""), (re.compile(r"\s+"), " ")]
+ALT_LIMIT = 160
+
+
+def figure_alt(heading: str, prose: str) -> str:
+    """A figure's text alternative: its section and the first sentence of the prose just
+    before it (which, in this course, says what the figure shows). A cell's own
+    metadata `alt` takes precedence."""
+    text = _HEADING_LINE.sub("", prose)
+    for pattern, replacement in _MARKUP:
+        text = pattern.sub(replacement, text)
+    sentence = re.split(r"(?<=[。；！？])|[：:]\s*$", text.strip(), maxsplit=1)[0].strip()
+    if len(sentence) > ALT_LIMIT:
+        sentence = sentence[:ALT_LIMIT - 1] + "…"
+    return f"图（{heading}）：{sentence}" if sentence else f"本节的图：{heading}"
 
 
 def _index_page(chapters: list[Chapter], extra_pages: list[str]) -> str:

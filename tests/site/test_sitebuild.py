@@ -131,7 +131,7 @@ def test_answers_are_folded_and_formulas_are_mathml(built):
     folded = page[page.index("<details"):page.index("</details>")]
     assert "显示参考答案" in folded and "BEGIN SOLUTION" in folded
     assert page.count("<math") == 2 and "$$" not in page
-    assert 'alt="本节的图：1. 一张图"' in page
+    assert 'alt="图（1. 一张图）：上限按（公式）增长"' in page
     assert 'href="../downloads/student/07_service_api_student.ipynb"' in page
     student = (out / "downloads" / "student" / "07_service_api_student.ipynb").read_text(
         encoding="utf-8")
@@ -162,3 +162,14 @@ def test_a_notebook_without_a_title_cell_is_refused(tmp_path):
         sitebuild.chapter(path)
     with pytest.raises(ValueError, match="NN_slug"):
         sitebuild.chapter(tmp_path / "notes.ipynb")
+
+
+@pytest.mark.parametrize(("heading", "prose", "alt"), [
+    ("3. 租约", "## 3. 租约\n\n画在时间轴上：`slow` 的租约在第 30 秒结束。后面的话。",
+     "图（3. 租约）：画在时间轴上：slow 的租约在第 30 秒结束。"),
+    ("2. 链接", "见[第 03 章](03.ipynb)的图", "图（2. 链接）：见第 03 章的图"),
+    ("1. 只有标题", "## 1. 只有标题", "本节的图：1. 只有标题"),
+    ("长", "长" * 400, "图（长）：" + "长" * (sitebuild.ALT_LIMIT - 1) + "…"),
+])
+def test_a_figure_is_described_by_the_sentence_before_it(heading, prose, alt):
+    assert sitebuild.figure_alt(heading, prose) == alt

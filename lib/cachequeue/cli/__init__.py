@@ -5,7 +5,9 @@
                       [--name W] [--no-listen]
     cachequeue serve --schema NAME --app MODULE:ATTR [--host H] [--port P]
                      [--workers N --handlers MODULE:ATTR] [--concurrency N] ...
+    cachequeue scheduler --schema NAME [--interval S] [--name N] [--once [--clock T]]
     cachequeue verify [--variant NAME] [--seed N] [--jobs N] [--workers N] [--faults a,b]
+    cachequeue verify-schedules [--variant real|no-fire-key] [--seed N] [--steps N]
 
 `COMMANDS` is the registry: a later part adds a subcommand (e.g. `serve`) by writing a
 module with a `COMMAND` (see `base.Command`) and adding it to the list. Exit status: 0 when
@@ -19,12 +21,13 @@ from __future__ import annotations
 
 import sys
 
-from . import serve, verify, worker
+from . import scheduler, serve, verify, verify_schedules, worker
 from .base import EXIT_USAGE, Command, Parser, UsageError
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-COMMANDS: list[Command] = [worker.COMMAND, serve.COMMAND, verify.COMMAND]
+COMMANDS: list[Command] = [worker.COMMAND, serve.COMMAND, scheduler.COMMAND, verify.COMMAND,
+                           verify_schedules.COMMAND]
 
 
 def build_parser() -> Parser:

@@ -355,9 +355,13 @@ def run(args: argparse.Namespace, factory: Callable[..., Any]) -> int:
         if args.metrics_port is not None:
             sockets.append(listen_socket(args.metrics_host, args.metrics_port))
         app = _build(args, factory)
-        # The queue the service submits to: created if the app's factory has not (once).
+        # The queue the service submits to: created if the app's factory has not (once),
+        # accepting the kinds its workers handle (a new queue accepts none).
         with db.connect(args.schema) as conn:
             queue.install(conn)
+            if args.worker_kinds:
+                queue.kinds.register(conn, dict.fromkeys(args.worker_kinds,
+                                                         f"handled by {args.handlers}"))
     except Exception as exc:  # a broken app, an unreachable database, a port in use
         LOGGER.error(log_line(_NAME, "error", error=one_line(exc)))
         for sock in sockets:

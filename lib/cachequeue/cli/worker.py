@@ -32,7 +32,7 @@ from typing import Any
 
 from .. import db
 from ..errors import ConfigurationError
-from ..queue import Worker
+from ..queue import Worker, kinds
 from ..queue.logline import LOGGER, formatter, log_line, one_line
 from ..queue.prefetch import MAX_PREFETCH
 from ..queue.worker import BATCH, BATCH_WAIT
@@ -153,7 +153,21 @@ def prepare(args: argparse.Namespace) -> Callable[[], int]:
                         batch_wait=batch_wait, prefetch=args.prefetch)
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
-    return lambda: _run(worker)
+    return lambda: _register(args.schema, handlers, args.handlers) or _run(worker)
+
+
+def _register(schema: str, handlers: Mapping[str, Any], spec: str) -> None:
+    """Register the handlers' kinds in the schema's queue, so that jobs of them may be
+    submitted (a new queue accepts none). A failure (no database yet, no queue in the
+    schema) is one line on stderr, and the worker starts anyway: it reconnects on its own."""
+    if not handlers:
+        return
+    try:
+        with db.connect(schema) as conn:
+            kinds.register(conn, dict.fromkeys(handlers, f"handled by {spec}"))
+    except Exception as exc:
+        print(f"cachequeue worker: the kinds of {spec} were not registered in schema "
+              f"{schema!r}: {one_line(exc)}", file=sys.stderr)
 
 
 def _run(worker: Worker, start_errors: tuple[type[BaseException], ...] = (),

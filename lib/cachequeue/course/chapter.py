@@ -5,7 +5,8 @@
 
 `db.reset_schema` gives every schema the database clock; the sample application adds its
 tenants, users and documents (`app.data.install`, rows by `data.load_sample`), and the queue
-its tables (`queue.install`). A chapter that needs more (the fencing table, the `effect`
+its tables (`queue.install`), and the course registers its own job kinds (`COURSE_KINDS`: a
+production queue starts with none). A chapter that needs more (the fencing table, the `effect`
 kind) installs it after this, in its set-up cell.
 """
 
@@ -20,10 +21,24 @@ import psycopg
 from .. import db, queue
 from .app import data
 
-__all__ = ["INSTALLS", "reset", "scratch"]
+__all__ = ["COURSE_KINDS", "INSTALLS", "install_kinds", "reset", "scratch"]
+
+COURSE_KINDS = {
+    "summarise": "summarise one version of a document",
+    "noop": "do nothing (benchmarks and tests)",
+    "flaky": "fail a given number of times, then succeed (retry exercises)",
+    "always_fail": "always raise a retryable error (attempt cap exercises)",
+}
+"""The job kinds the course's chapters submit; the queue itself accepts none until registered."""
+
+
+def install_kinds(conn: psycopg.Connection) -> None:
+    """Register COURSE_KINDS in the connection's current schema (its queue must exist)."""
+    queue.kinds.register(conn, COURSE_KINDS)
+
 
 # Applied in this order, in one transaction, after the clock.
-INSTALLS = (data.install, queue.install)
+INSTALLS = (data.install, queue.install, install_kinds)
 
 
 def reset(conn: psycopg.Connection, name: str) -> None:

@@ -12,13 +12,16 @@
   `JobContext` its handlers may take; `logline`: its one-line-per-event log.
 - `registry`: the workers table (who runs, last heartbeat, jobs in hand), SQL in
   `sql/registry.sql`; `notify`: the jobs table's notification channel and a listener thread.
+- `kinds`: the kinds a queue accepts (rows of job_kinds; a new queue accepts none until
+  whoever runs the work registers them), SQL in `sql/kinds.sql`.
 - `limits`: the queue's limits (payload size, lease, error text) and the checks of its inputs.
 - Operating the queue (chapters 08, 09), each with its SQL in `sql/<module>.sql`: `metrics`
   (depth, oldest wait, rates, durations, ratios; bounded tenant labels), `fairness` (the
   fair claim, a per-tenant cap), `ratelimit` (a per-kind token bucket in the database),
   `outbox` (events written with the business change; relay; inbox dedup), `deadletter`
   (failed jobs by filter; audited bulk retry with a dry run), `checkpoints` (stages of a
-  multi-stage job). Their tables and indexes are installed by each module's `install(conn)`.
+  multi-stage job), `schedules` (periodic jobs from cron expressions, each fire time
+  enqueued once by any number of schedulers; a missed-fire policy). Their tables and indexes are installed by each module's `install(conn)`.
 
 This part imports only the ground floor (`cachequeue.checks`, `db`, `errors`, `sqlfile`, ...);
 never `cachequeue.cache` or `cachequeue.course`.
@@ -31,6 +34,7 @@ from . import (
     fairness,
     inflight,
     jobs,
+    kinds,
     limits,
     logline,
     metrics,
@@ -39,6 +43,7 @@ from . import (
     ratelimit,
     registry,
     retry,
+    schedules,
     schema,
     single_pass,
     worker,
@@ -64,6 +69,7 @@ __all__ = [
     "inflight",
     "install",
     "jobs",
+    "kinds",
     "limits",
     "logline",
     "metrics",
@@ -72,6 +78,7 @@ __all__ = [
     "ratelimit",
     "registry",
     "retry",
+    "schedules",
     "schema",
     "single_pass",
     "worker",

@@ -31,7 +31,7 @@ from ..checks import check_int, check_text
 from .jobs import Claim, _claimed
 from .limits import check_kinds, check_lease
 
-__all__ = ["claim_fair", "install", "query"]
+__all__ = ["choose", "claim_fair", "install", "query"]
 
 query = sqlfile.load(__package__, "fairness.sql")
 """The named statements of `sql/fairness.sql`: `query("name").sql` to read, print or EXPLAIN."""
@@ -42,6 +42,19 @@ def install(conn: psycopg.Connection) -> None:
     workers at once; a fresh chapter schema does not have them."""
     with conn.transaction():
         conn.execute(sqlfile.read(__package__, "fairness_indexes.sql"))
+
+
+def choose(conn: psycopg.Connection, limit: int, *, kinds: Iterable[str] | None = None,
+           tenant_cap: int | None = None) -> list[tuple[int, int]]:
+    """The fair claim's first choice as this statement's snapshot sees it: (job id, tenant
+    id) of up to `limit` jobs, expired leases first. Reads only: no lock, no claim. Under
+    concurrency it can count too few running jobs (another claim not yet committed), which
+    is why `claim_fair` with a cap chooses again under the tenants' locks. Needs install()."""
+    params = {"limit": check_int(limit, "limit", minimum=1), "kinds": check_kinds(kinds),
+              "tenant_cap": None if tenant_cap is None else check_int(tenant_cap, "tenant_cap",
+                                                                      minimum=1),
+              "tenants": None}
+    return [(job_id, tenant) for job_id, tenant in conn.execute(query("fair_choice").sql, params)]
 
 
 def claim_fair(conn: psycopg.Connection, limit: int, *, lease: float = 30.0,

@@ -42,14 +42,17 @@ from .limits import (
 from .retry import RetryPolicy
 
 __all__ = [
-    "MAX_ERROR_CHARS", "MAX_HANDBACKS", "MAX_KEY_CHARS", "MAX_LEASE", "MAX_PAYLOAD_BYTES", "Claim",
-    "JobStatus", "audit", "cancel",
+    "MAX_ERROR_CHARS", "MAX_HANDBACKS", "MAX_KEY_CHARS", "MAX_LEASE", "MAX_PAYLOAD_BYTES",
+    "MAX_PRIORITY", "PRIORITY_AGING", "Claim", "JobStatus", "Submitted", "audit", "cancel",
     "claim", "claim_many", "fail", "finish", "finish_many", "heartbeat", "history", "query",
-    "release", "retry", "status", "submit",
+    "release", "retry", "status", "submission", "submit",
 ]
 
 
-MAX_KEY_CHARS = 200  # characters of an idempotency key
+MAX_KEY_CHARS = 200  # characters of an idempotency key or a dedupe key
+MAX_PRIORITY = 100  # priorities are 0 (the default) .. MAX_PRIORITY, higher claimed first
+PRIORITY_AGING = 1.0  # seconds of waiting worth one priority level (job_rank in queue.sql)
+_SUBMIT_TRIES = 3  # inserts tried when the active job holding a dedupe key keeps finishing
 
 query = sqlfile.load(__package__, "queries.sql")
 """The named statements of `sql/queries.sql`: `query("claim").sql` to read, print or EXPLAIN.
@@ -115,13 +118,33 @@ def _run_with_claim(conn: psycopg.Connection, name: str, claim: Claim, params: d
     return row
 
 
+@dataclass(frozen=True)
+class Submitted:
+    """What a submit did: `job_id` is the job the caller's work is in; `created` is False
+    when no job was inserted because a key named an existing one, and `matched` says which
+    key ('idempotency_key': the job that ever took it; 'dedupe_key': the job holding it now,
+    pending or running), None when created."""
+
+    job_id: int
+    created: bool
+    matched: str | None = None
+
+
+def _key(value: object, name: str) -> str | None:
+    key = check_text(value, name, optional=True, limit=MAX_KEY_CHARS)
+    if key is not None and "\x00" in key:
+        raise ValueError(f"{name} must not contain NUL characters")
+    return key
+
+
 # ------------------------------------------------------------------ the API
 
 
 def submit(conn: psycopg.Connection, *, tenant_id: int, kind: str, payload: dict,
            idempotency_key: str | None = None, max_attempts: int = 3,
            run_after: datetime | float | None = None,
-           deadline: datetime | float | None = None) -> int:
+           deadline: datetime | float | None = None, priority: int = 0,
+           dedupe_key: str | None = None) -> int:
     """Persist a job and return its id; only then may the caller answer "accepted".
 
     `payload` is a JSON object of at most MAX_PAYLOAD_BYTES. `run_after` and `deadline`
@@ -131,37 +154,70 @@ def submit(conn: psycopg.Connection, *, tenant_id: int, kind: str, payload: dict
     ahead of jobs already due (limits.check_run_after). With `idempotency_key` (at most
     MAX_KEY_CHARS characters), a second submit by the same tenant returns the first job's
     id (also when both race), and the first job's fields win.
-    Raises UnknownKind, PayloadTooLarge, InvalidJob, ValueError or TypeError, writing nothing.
+
+    `priority` (0..MAX_PRIORITY, default 0) is a head start in the claim order of
+    PRIORITY_AGING seconds per level: higher first, but a job waits behind a job of
+    priority q only if that one became due less than (q - its priority) * PRIORITY_AGING
+    seconds after it, so a flood of high priorities delays a low one by a bounded amount
+    of arrivals and never starves it. `dedupe_key` (at most MAX_KEY_CHARS characters) is
+    unique per tenant only while its job is pending or running: a submit while it is
+    returns that job's id (its fields win); once it is done, failed or cancelled the key
+    is free and the next submit creates a new job. Use `submission()` to learn whether a
+    job was created. Raises UnknownKind, PayloadTooLarge, InvalidJob, ValueError or
+    TypeError, writing nothing.
     """
+    return submission(conn, tenant_id=tenant_id, kind=kind, payload=payload,
+                      idempotency_key=idempotency_key, max_attempts=max_attempts,
+                      run_after=run_after, deadline=deadline, priority=priority,
+                      dedupe_key=dedupe_key).job_id
+
+
+def submission(conn: psycopg.Connection, *, tenant_id: int, kind: str, payload: dict,
+               idempotency_key: str | None = None, max_attempts: int = 3,
+               run_after: datetime | float | None = None,
+               deadline: datetime | float | None = None, priority: int = 0,
+               dedupe_key: str | None = None) -> Submitted:
+    """submit(), saying what happened: Submitted(job_id, created, matched). With both keys,
+    the idempotency key is looked up first."""
     params = {
         "tenant_id": check_int(tenant_id, "tenant_id"),
         "kind": check_text(kind, "kind"),
-        "idempotency_key": check_text(idempotency_key, "idempotency_key", optional=True,
-                                      limit=MAX_KEY_CHARS),
+        "idempotency_key": _key(idempotency_key, "idempotency_key"),
+        "dedupe_key": _key(dedupe_key, "dedupe_key"),
+        "priority": check_int(priority, "priority", minimum=0, maximum=MAX_PRIORITY),
         "max_attempts": check_int(max_attempts, "max_attempts", minimum=1),
         "max_run_after": MAX_RUN_AFTER,
     }
     params["payload"] = payload_json(payload)
     params["run_after_at"], params["run_after_in"] = check_run_after(run_after)
     params["deadline_at"], params["deadline_in"] = check_when(deadline, "deadline", positive=True)
-    try:
-        row = conn.execute(query("submit").sql, params).fetchone()
-    except psycopg.errors.UntranslatableCharacter as exc:  # e.g. "\u0000" in a JSON string
-        raise InvalidJob(f"payload cannot be stored as jsonb: {exc.diag.message_primary}") from None
-    if row is not None:
-        return row[0]
-    # Nothing inserted: the kind is unknown, run_after is too far ahead, or the key is taken
-    # (its insert has committed by now: the unique index made ours wait for it).
-    existing, kind_known, in_range = conn.execute(query("submitted").sql, params).fetchone()
-    if not kind_known:
-        raise UnknownKind(f"unknown job kind {kind!r}; known kinds are rows of job_kinds")
-    if not in_range:
-        raise ValueError(f"run_after must be at most {MAX_RUN_AFTER:g} seconds (365 days) "
-                         f"from now, got {run_after!r}")
-    if existing is None:  # the key's job was deleted between the two statements
-        raise InvalidJob(f"idempotency key {idempotency_key!r} was released concurrently; "
-                         "submit again")
-    return existing
+    for _ in range(_SUBMIT_TRIES):
+        try:
+            row = conn.execute(query("submit").sql, params).fetchone()
+        except psycopg.errors.UntranslatableCharacter as exc:  # e.g. "\u0000" in a JSON string
+            raise InvalidJob(f"payload cannot be stored as jsonb: {exc.diag.message_primary}") from None
+        if row is not None:
+            return Submitted(row[0], True)
+        # Nothing inserted: the kind is unknown, run_after is too far ahead, or a key is
+        # taken (its insert has committed by now: the unique index made ours wait for it).
+        existing, active, kind_known, in_range = conn.execute(query("submitted").sql,
+                                                              params).fetchone()
+        if not kind_known:
+            raise UnknownKind(f"unknown job kind {kind!r}; known kinds are rows of job_kinds")
+        if not in_range:
+            raise ValueError(f"run_after must be at most {MAX_RUN_AFTER:g} seconds (365 days) "
+                             f"from now, got {run_after!r}")
+        if existing is not None:
+            return Submitted(existing, False, "idempotency_key")
+        if active is not None:
+            return Submitted(active, False, "dedupe_key")
+        if dedupe_key is None:  # the key's job was deleted between the two statements
+            raise InvalidJob(f"idempotency key {idempotency_key!r} was released concurrently; "
+                             "submit again")
+        # The job holding the dedupe key finished between the two statements: the key is
+        # free now, so the insert is tried again.
+    raise InvalidJob(f"dedupe key {dedupe_key!r} was taken and released {_SUBMIT_TRIES} times "
+                     "while this submit ran; submit again")
 
 
 def claim_many(conn: psycopg.Connection, limit: int, *, lease: float = 30.0,

@@ -107,7 +107,8 @@ _MUTANT_STATEMENTS = {
         "\n      AND j.locked_until > (SELECT now FROM clock)",)),
     # no-backoff: a pending job is taken whether or not its run_after has come
     "claim_no_backoff": ("queries.sql", "claim", ((
-        "AND state = 'pending' AND run_after <= (SELECT now FROM clock)\n      AND (%(kinds)s",
+        "AND state = 'pending' AND run_after <= (SELECT now FROM clock)\n"
+        "      AND job_rank(run_after, priority) <= (SELECT now FROM clock)\n      AND (%(kinds)s",
         "AND state = 'pending'\n      AND (%(kinds)s"),)),
     # finish-unheld: a job nobody holds (failed by the sweep, cancelled) is taken as held
     "finish_many_unheld": ("queries.sql", "finish_many", ((
@@ -118,8 +119,9 @@ _MUTANT_STATEMENTS = {
     "claim_unlocked": ("queries.sql", "claim", (
         ("ORDER BY locked_until, id\n    LIMIT (SELECT %(limit)s::integer)\n    FOR UPDATE SKIP LOCKED",
          "ORDER BY locked_until, id\n    LIMIT (SELECT %(limit)s::integer)"),
-        ("ORDER BY run_after, id\n    LIMIT (SELECT %(limit)s::integer)\n    FOR UPDATE SKIP LOCKED",
-         "ORDER BY run_after, id\n    LIMIT (SELECT %(limit)s::integer)"))),
+        ("ORDER BY job_rank(run_after, priority), id\n    LIMIT (SELECT %(limit)s::integer)\n"
+         "    FOR UPDATE SKIP LOCKED",
+         "ORDER BY job_rank(run_after, priority), id\n    LIMIT (SELECT %(limit)s::integer)"))),
     # worker-clock: the lease ends the lease after the WORKER's now, not the database's
     "claim_worker_clock": ("queries.sql", "claim", ((
         "locked_until = (SELECT now FROM clock) + %(lease)s",

@@ -10,7 +10,7 @@ import pytest
 from cachequeue import db, queue
 from cachequeue.course import chapter
 from cachequeue.course.app import data
-from cachequeue.errors import ConfigurationError, DatabaseUnavailable
+from cachequeue.errors import ConfigurationError, DatabaseUnavailable, UnknownKind
 from cachequeue.queue import jobs
 
 
@@ -37,14 +37,20 @@ def test_reset_schema_builds_persistent_tables_and_can_run_twice(schema):
 
 
 def test_the_queue_installs_without_the_course_and_only_once(database_url):
-    """A schema with the clock and the queue alone: no tenants or documents, and a second
-    install (another process starting) changes nothing."""
+    """A schema with the clock and the queue alone: no tenants or documents, no job kinds
+    (the course's are registered by chapter.reset only), and a second install (another
+    process starting) changes nothing."""
     name = f"t_{uuid.uuid4().hex[:12]}"
     with db.connect() as conn:
         db.reset_schema(conn, name, queue.install)
         try:
             assert queue.install(conn) is False
             assert conn.execute("SELECT to_regclass('tenants')").fetchone()[0] is None
+            assert queue.kinds.registered(conn) == {}
+            with pytest.raises(UnknownKind):
+                jobs.submit(conn, tenant_id=7, kind="noop", payload={})
+            assert queue.kinds.register(conn, {"noop": "do nothing"}) == 1
+            assert queue.kinds.register(conn, {"noop": "again"}) == 0
             job = jobs.submit(conn, tenant_id=7, kind="noop", payload={})
             assert jobs.claim(conn, lease=5).job_id == job
         finally:

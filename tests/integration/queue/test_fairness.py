@@ -116,3 +116,16 @@ def test_fair_claim_reads_only_indexes(conn, analyze):
     doc = plans.explain(conn, jobs.query("claim").sql, params)
     assert plans.seq_scans(doc) == 0, plans.scans(doc)
     assert "jobs_pkey" in plans.explain(conn, jobs.query("claim").sql, params, fmt="text")
+
+
+def test_choose_is_the_claims_first_choice_and_changes_nothing(conn):
+    fairness.install(conn)
+    _fill(conn, noisy=20, quiet=3)
+    chosen = fairness.choose(conn, 4, tenant_cap=2)
+    assert fairness.choose(conn, 4, tenant_cap=2) == chosen  # it claimed nothing
+    assert sorted(tenant for _, tenant in chosen) == [1, 1, 2, 2]  # two each: the cap
+    claims = fairness.claim_fair(conn, 4, tenant_cap=2)
+    assert sorted(c.job_id for c in claims) == sorted(job_id for job_id, _ in chosen)
+    assert fairness.choose(conn, 4, tenant_cap=2) == []  # both tenants are at the cap now
+    with pytest.raises(ValueError, match="limit"):
+        fairness.choose(conn, 0)

@@ -67,7 +67,8 @@ def test_a_malformed_database_url_is_a_usage_error_too(capsys, monkeypatch, argv
 
 
 def test_the_registry_builds_one_subcommand_per_command():
-    assert [c.name for c in cli.COMMANDS] == ["worker", "serve", "verify"]
+    assert [c.name for c in cli.COMMANDS] == ["worker", "serve", "scheduler", "verify",
+                                             "verify-schedules"]
     with pytest.raises(SystemExit) as exit_:
         cli.build_parser().parse_args(["worker", "--help"])
     assert exit_.value.code == 0
@@ -158,3 +159,13 @@ def test_no_batch_alone_and_batch_alone_are_accepted(monkeypatch, argv, batch):
     args = cli.build_parser().parse_args(argv)
     args.prepare(args)()
     assert built["w"]._batch == batch
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["verify-schedules", "--schedulers", "1"], "--schedulers must be 2 to 8"),
+    (["verify-schedules", "--steps", "10"], "--steps must be 30 to 500"),
+    (["verify-schedules", "--variant", "nope"], "invalid choice"),
+    (["scheduler", "--schema", "ch14", "--interval", "-1"], "--interval"),
+])
+def test_the_schedules_commands_refuse_bad_arguments_in_one_line(capsys, argv, message):
+    assert_usage_error(capsys, argv, message)

@@ -43,6 +43,7 @@ def test_injected_failures_happen_in_order_then_stop():
             model.summarise("正文。")
     assert model.summarise("正文。").startswith("摘要")
     assert model.calls == 3
+    assert model.failed_calls == [1, 2]
 
 
 def test_async_call_shares_the_failure_queue():
@@ -51,6 +52,23 @@ def test_async_call_shares_the_failure_queue():
     with pytest.raises(TimeoutError):
         asyncio.run(model.asummarise("正文。"))
     assert asyncio.run(model.asummarise("正文。")).startswith("摘要")
+    assert model.failed_calls == [1]
+
+
+def test_a_failure_is_recorded_against_the_call_that_raised_it():
+    """Concurrent calls: the failure belongs to the call that meets it first at its end."""
+    model = Summariser(delay=0.01)
+
+    async def two_calls():
+        first = asyncio.create_task(model.asummarise("一。"))
+        await asyncio.sleep(0)           # the first call has begun
+        model.fail_next(1)
+        second = asyncio.create_task(model.asummarise("二。"))
+        return await asyncio.gather(first, second, return_exceptions=True)
+
+    outcomes = asyncio.run(two_calls())
+    assert isinstance(outcomes[0], SummariserError) and isinstance(outcomes[1], str)
+    assert model.failed_calls == [1]
 
 
 @pytest.mark.parametrize(("delay", "error"), [

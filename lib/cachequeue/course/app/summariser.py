@@ -49,6 +49,7 @@ class Summariser:
         self._sleep = sleep
         self.calls = 0
         self.inputs: list[tuple[str, str]] = []
+        self.failed_calls: list[int] = []  # the numbers (1, 2, ...) of the calls that raised
         self._failures: deque[Exception] = deque()
 
     def fail_next(self, times: int = 1, error: Exception | None = None) -> None:
@@ -57,24 +58,26 @@ class Summariser:
         for _ in range(times):
             self._failures.append(error or SummariserError("simulated model failure"))
 
-    def _begin(self, text: str, language: str) -> None:
+    def _begin(self, text: str, language: str) -> int:
         self.calls += 1
         self.inputs.append((text, language))
+        return self.calls
 
-    def _end(self, text: str, language: str) -> str:
+    def _end(self, call: int, text: str, language: str) -> str:
         if self._failures:
+            self.failed_calls.append(call)
             raise self._failures.popleft()
         return summarise_text(text, language)
 
     def summarise(self, text: str, language: str = "zh") -> str:
         """Blocking call: wait `delay` seconds, then return the summary or raise."""
-        self._begin(text, language)
+        call = self._begin(text, language)
         if self.delay:
             self._sleep(self.delay)
-        return self._end(text, language)
+        return self._end(call, text, language)
 
     async def asummarise(self, text: str, language: str = "zh") -> str:
         """The same call for asyncio code (the cache chapters' loaders)."""
-        self._begin(text, language)
+        call = self._begin(text, language)
         await asyncio.sleep(self.delay)  # also yields once when delay == 0
-        return self._end(text, language)
+        return self._end(call, text, language)

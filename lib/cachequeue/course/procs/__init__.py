@@ -10,6 +10,7 @@
 - `jetlab`: NATS JetStream as a job queue (chapter 13): a work-queue stream, a pull consumer, brokers killed.
 - `ratelab`: A vendor's quota across real processes: no limit, a limit in each process, one in the database.
 - `relaylab`: The outbox lab: a relay process killed between publishing and marking, and a consumer.
+- `schedulers`: Scheduler processes killed, paused, a restart and an outage: each fire time enqueued once (issue 31).
 - `sharedreaders`: Reader processes that miss the same key of a SharedCache at once: one load across them.
 - `stack`: The HTTP service as a real child process, beside worker processes: for notebooks, tests, benchmarks.
 - `streamlab`: Redis Streams as a job queue (chapter 13): a consumer group, its pending list, and a broker killed.
@@ -20,4 +21,4 @@ Modules are not imported here (some load pandas or matplotlib); import the one y
 """
 
 __all__ = ["brokerchaos", "browser", "cancelling", "capacity", "chaos", "fleet", "holder", "jetlab", "ratelab",
-           "relaylab", "sharedreaders", "stack", "streamlab", "timers", "wakeup"]
+           "relaylab", "schedulers", "sharedreaders", "stack", "streamlab", "timers", "wakeup"]

@@ -20,6 +20,7 @@ import json
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -29,9 +30,10 @@ from psycopg.rows import dict_row
 
 from ... import db, sqlfile
 from ...checks import check_instance, check_int, check_seconds, check_text
-from ...queue import outbox
+from ...queue import jobs, outbox
 
-__all__ = ["Broker", "RelayProcess", "clear", "consume", "install", "messages", "session"]
+__all__ = ["Broker", "Died", "RelayProcess", "clear", "commit_then_send", "consume", "install",
+           "messages", "session"]
 
 _QUERIES = sqlfile.load(__package__, "relaylab.sql")
 
@@ -56,6 +58,23 @@ class Broker:
     def publish(self, event: outbox.Event) -> None:
         self._conn.execute(_QUERIES["send"].sql, {"event_id": event.event_id, "topic": event.topic,
                                                   "payload": json.dumps(event.payload)})
+
+
+class Died(Exception):
+    """The process died at this point (what `commit_then_send(..., die=True)` raises)."""
+
+
+def commit_then_send(conn: psycopg.Connection, broker: Broker, *, n: int, die: bool) -> int:
+    """The other order of the dual write, without an outbox: submit a job (it commits at
+    once), then send its event to `broker`. With `die`, the process dies between the two
+    (raises `Died` after the commit): the job exists and nothing anywhere says an event is
+    owed. Returns the job's id (with `die`, it is the `Died` error's only argument)."""
+    check_int(n, "n")
+    job_id = jobs.submit(conn, tenant_id=1, kind="noop", payload={"n": n})  # committed here
+    if die:
+        raise Died(job_id)
+    broker.publish(outbox.Event(0, uuid.uuid4(), "job.submitted", {"job_id": job_id, "n": n}))
+    return job_id
 
 
 def messages(conn: psycopg.Connection) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@
 - `leases`: A lease timeline: per worker, the lease it held as a bar, renewals, the takeover, refused reports.
 - `perfplots`: Figures of chapter 11 (performance and scale), drawn from recorded benchmark runs (`perf.load`).
 - `plots`: Matplotlib figures for the notebooks, labelled in Chinese. Each function returns its Figure.
+- `recovery`: Chapter 09's pictures from its own run: the outbox relay killed between publish and mark, and dead letters retried in bulk.
 - `scrapes`: Prometheus scrapes as DataFrames, and what Prometheus computes from two of them.
 - `servicestory`: One request's life through the HTTP service on one time axis (chapter 07).
 - `sharedload`: Readers who share one load: each reader's wait as a bar, the one load beneath them with its steps.
@@ -22,4 +23,4 @@
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = ["attempts", "backfill", "backoff", "claimflow", "claimrace", "coalescing", "eventlanes", "fencing", "fonts", "frames", "leases", "perfplots", "plots", "scrapes", "servicestory", "sharedload", "states", "timeline"]
+__all__ = ["attempts", "backfill", "backoff", "claimflow", "claimrace", "coalescing", "eventlanes", "fencing", "fonts", "frames", "leases", "perfplots", "plots", "recovery", "scrapes", "servicestory", "sharedload", "states", "timeline"]

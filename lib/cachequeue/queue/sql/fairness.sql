@@ -6,7 +6,8 @@
 -- name: fair_choice
 -- The jobs a fair claim takes (at most %(limit)s): expired leases first, then pending jobs, fewest running first.
 -- Fair order: a tenant's k-th pending job would be its (running + k)-th job in flight, and
--- the choice takes the jobs with the smallest such number first (ties: oldest run_after).
+-- the choice takes the jobs with the smallest such number first (ties: earliest job_rank,
+-- i.e. oldest run_after less the priority's head start).
 -- So a tenant with 10,000 queued jobs and 8 running waits behind a tenant with 10 queued
 -- and none running. With a tenant cap (NULL: none), a tenant gets at most cap - running
 -- pending jobs and takes over at most cap - live expired leases (live: running with an
@@ -69,16 +70,20 @@ load AS (
     ) r
 ),
 -- Each tenant's next due jobs (at most its room), numbered by the place they would take.
+-- Within a tenant, in the plain claim's order (job_rank: priority with aging); between
+-- tenants the place comes first, so priority breaks ties only among equal places.
 candidates AS (
     SELECT c.id, c.run_after, l.running + c.k AS place
     FROM load l
     CROSS JOIN LATERAL (
-        SELECT j.id, j.run_after, row_number() OVER (ORDER BY j.run_after, j.id) AS k
+        SELECT j.id, job_rank(j.run_after, j.priority) AS run_after,
+               row_number() OVER (ORDER BY job_rank(j.run_after, j.priority), j.id) AS k
         FROM jobs j
         WHERE j.state = 'pending' AND j.tenant_id = l.tenant_id
           AND j.run_after <= (SELECT now FROM clock)
+          AND job_rank(j.run_after, j.priority) <= (SELECT now FROM clock)
           AND (%(kinds)s::text[] IS NULL OR j.kind = ANY (%(kinds)s::text[]))
-        ORDER BY j.run_after, j.id
+        ORDER BY job_rank(j.run_after, j.priority), j.id
         LIMIT l.room
     ) c
 ),

@@ -11,10 +11,16 @@
 -- connection to another schema writes nothing and the caller can say why.
 
 -- name: submit
--- Persist a new job of a known kind; with an idempotency key already used, or a run_after more than %(max_run_after)s seconds ahead, insert nothing.
--- A run_after in the past is now (greatest): a job never sorts ahead of jobs already due.
-INSERT INTO jobs (tenant_id, kind, payload, idempotency_key, max_attempts, run_after, deadline)
-SELECT %(tenant_id)s, k.kind, %(payload)s::jsonb, %(idempotency_key)s::text, %(max_attempts)s,
+-- Persist a new job of a known kind; with an idempotency key already used, a dedupe key held by an active job, or a run_after more than %(max_run_after)s seconds ahead, insert nothing.
+-- A run_after in the past is now (greatest): a job never sorts ahead of jobs already due
+-- (its priority, not its run_after, moves it ahead: job_rank). ON CONFLICT without a target
+-- covers both keys' unique indexes: jobs_idempotency (for ever) and jobs_dedupe (while the
+-- job holding the key is pending or running); an insert racing another with the same key
+-- waits for it, then inserts nothing if it committed.
+INSERT INTO jobs (tenant_id, kind, payload, idempotency_key, dedupe_key, priority, max_attempts,
+                  run_after, deadline)
+SELECT %(tenant_id)s, k.kind, %(payload)s::jsonb, %(idempotency_key)s::text, %(dedupe_key)s::text,
+       %(priority)s::smallint, %(max_attempts)s,
        greatest(clock.now, coalesce(%(run_after_at)s::timestamptz,
                                     clock.now + coalesce(%(run_after_in)s::float8, 0) * interval '1 second')),
        coalesce(%(deadline_at)s::timestamptz,
@@ -23,13 +29,16 @@ FROM job_kinds k, (SELECT cq_now() AS now) AS clock
 WHERE k.kind = %(kind)s
   AND (%(run_after_at)s::timestamptz IS NULL
        OR %(run_after_at)s::timestamptz <= clock.now + %(max_run_after)s::float8 * interval '1 second')
-ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+ON CONFLICT DO NOTHING
 RETURNING id;
 
 -- name: submitted
--- After an insert that returned nothing: the job already holding the key, whether the kind exists, and whether run_after was in range.
+-- After an insert that returned nothing: the job holding the idempotency key, the active job holding the dedupe key, whether the kind exists, and whether run_after was in range.
 SELECT (SELECT id FROM jobs
         WHERE tenant_id = %(tenant_id)s AND idempotency_key = %(idempotency_key)s::text) AS job_id,
+       (SELECT id FROM jobs
+        WHERE tenant_id = %(tenant_id)s AND dedupe_key = %(dedupe_key)s::text
+          AND state IN ('pending', 'running')) AS active_job_id,
        EXISTS (SELECT 1 FROM job_kinds WHERE kind = %(kind)s) AS kind_known,
        (%(run_after_at)s::timestamptz IS NULL
         OR %(run_after_at)s::timestamptz <= cq_now() + %(max_run_after)s::float8 * interval '1 second')
@@ -92,7 +101,9 @@ expired AS (
     LIMIT (SELECT %(limit)s::integer)
     FOR UPDATE SKIP LOCKED
 ),
--- Served by the partial index jobs_runnable: only pending rows, earliest run_after first.
+-- Served by the partial index jobs_runnable: only pending rows, earliest run_after first,
+-- each moved ahead by its priority's head start (job_rank in queue.sql; with every priority
+-- 0, the default, the rank is run_after itself). A due job's rank is never later than now.
 -- SKIP LOCKED passes over rows another claim holds; the WHERE clause is re-checked on
 -- the newest version of each row it locks, so a job claimed meanwhile is never taken twice.
 fresh AS (
@@ -100,8 +111,9 @@ fresh AS (
     FROM jobs
     WHERE %(chosen)s::bigint[] IS NULL
       AND state = 'pending' AND run_after <= (SELECT now FROM clock)
+      AND job_rank(run_after, priority) <= (SELECT now FROM clock)
       AND (%(kinds)s::text[] IS NULL OR kind = ANY (%(kinds)s::text[]))
-    ORDER BY run_after, id
+    ORDER BY job_rank(run_after, priority), id
     LIMIT (SELECT %(limit)s::integer)
     FOR UPDATE SKIP LOCKED
 ),
@@ -409,6 +421,14 @@ target AS (
     FROM jobs j
     JOIN given g ON g.job_id = j.id AND g.tenant_id = j.tenant_id
     WHERE j.state = 'failed' AND (g.failed_at IS NULL OR j.finished_at = g.failed_at)
+      -- A dedupe key another job holds now (pending or running) stays with it: this job is
+      -- left alone; of several given jobs with one key, only the newest goes back.
+      AND (j.dedupe_key IS NULL
+           OR NOT EXISTS (SELECT 1 FROM jobs o
+                          WHERE o.tenant_id = j.tenant_id AND o.dedupe_key = j.dedupe_key
+                            AND (o.state IN ('pending', 'running')
+                                 OR o.state = 'failed' AND o.id > j.id
+                                    AND o.id = ANY (%(job_ids)s::bigint[]))))
     ORDER BY j.id
     FOR UPDATE OF j
 ),

@@ -22,17 +22,27 @@
 --   cancelled : cancel(), from pending or running. Final; a late finish() is rejected.
 CREATE TYPE job_state AS ENUM ('pending', 'running', 'done', 'failed', 'cancelled');
 
--- The kinds of work the queue accepts; submit() of any other kind is refused.
+-- The kinds of work the queue accepts; submit() of any other kind is refused. A new queue
+-- accepts none: whoever runs the work registers its kinds (queue.kinds.register; the
+-- course registers its own when it builds a chapter's schema, a worker those of its handlers).
 CREATE TABLE job_kinds (
     kind        text PRIMARY KEY,
     description text NOT NULL
 );
 
-INSERT INTO job_kinds (kind, description) VALUES
-    ('summarise', 'summarise one version of a document'),
-    ('noop', 'do nothing (benchmarks and tests)'),
-    ('flaky', 'fail a given number of times, then succeed (retry exercises)'),
-    ('always_fail', 'always raise a retryable error (attempt cap exercises)');
+-- A job's place in the claim order, as an instant: run_after moved earlier by one second
+-- per priority level. Claimed lowest first, so a job of priority p due at t goes before a
+-- job of priority q due at t' exactly when t - p < t' - q (in seconds): priority is a head
+-- start, and waiting ages a job the same way (its effective priority grows by one level per
+-- second it waits once due). A job never waits behind one of higher priority q that became
+-- due more than (q - p) seconds after it: with priorities 0..100, at most 100 s worth of
+-- later jobs overtake it (jobs.MAX_PRIORITY, jobs.PRIORITY_AGING). A value per row, not per
+-- claim, so the partial index jobs_runnable keeps the claim an index scan.
+-- IMMUTABLE is true: the interval has no day or month part, so no time zone enters.
+CREATE FUNCTION job_rank(run_after timestamptz, priority smallint) RETURNS timestamptz
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT run_after - priority * interval '1 second'
+$$;
 
 CREATE TABLE jobs (
     id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -40,6 +50,11 @@ CREATE TABLE jobs (
     kind            text NOT NULL REFERENCES job_kinds (kind),
     payload         jsonb NOT NULL,
     idempotency_key text,
+    -- priority: 0 (the default, what every job had before priorities) to 100, higher first
+    -- with aging (job_rank). dedupe_key: unique per tenant only while the job is pending or
+    -- running (jobs_dedupe), unlike idempotency_key, which is unique for ever.
+    priority        smallint NOT NULL DEFAULT 0 CHECK (priority BETWEEN 0 AND 100),
+    dedupe_key      text,
     state           job_state NOT NULL DEFAULT 'pending',
     -- attempts: how many times the job was claimed (the number of its latest attempt row).
     -- handbacks: how many of those attempts a stopping worker handed back (release())
@@ -67,8 +82,14 @@ CREATE TABLE jobs (
 -- One job per (tenant, idempotency key): a repeated submit returns the first job.
 CREATE UNIQUE INDEX jobs_idempotency ON jobs (tenant_id, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
+-- One pending or running job per (tenant, dedupe key): a submit while one is active returns
+-- it; once it is done, failed or cancelled it leaves this index and the key is free again.
+-- Rows without a key are not in it, so it costs the other jobs nothing.
+CREATE UNIQUE INDEX jobs_dedupe ON jobs (tenant_id, dedupe_key)
+    WHERE dedupe_key IS NOT NULL AND state IN ('pending', 'running');
 -- The claim reads only these two small partial indexes, however many finished jobs pile up.
-CREATE INDEX jobs_runnable ON jobs (run_after, id) WHERE state = 'pending';
+-- Pending jobs in claim order (job_rank: run_after less the priority's head start).
+CREATE INDEX jobs_runnable ON jobs (job_rank(run_after, priority), id) WHERE state = 'pending';
 CREATE INDEX jobs_lease_expiry ON jobs (locked_until, id) WHERE state = 'running';
 
 -- One row per attempt: the job id names the user's intent, the lease token names one try.

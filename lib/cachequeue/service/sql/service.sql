@@ -99,7 +99,8 @@ ORDER BY seq;
 SELECT (SELECT count(*)
         FROM (SELECT id FROM jobs
               WHERE state = 'pending' AND run_after <= cq_now()
-              ORDER BY run_after, id
+                AND job_rank(run_after, priority) <= cq_now()
+              ORDER BY job_rank(run_after, priority), id
               LIMIT 1) AS next_job) AS runnable,
        pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on' AS read_only,
        (SELECT min(mode) FROM pg_locks
