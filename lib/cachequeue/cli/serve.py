@@ -17,8 +17,8 @@ they are exported once; see `service.exporter`).
 
 The service's own bounds, each overriding the app's setting when given: `--statement-timeout`
 and `--lock-timeout` (seconds, every statement of the pool), and the per-tenant limits
-`--submit-rate`/`--submit-burst` (submits per second, per process), `--max-pending`
-(pending jobs, in the database) and `--max-streams` (open event streams, per process),
+`--submit-rate`/`--submit-burst` (submits per second, one bucket per tenant in the
+database, shared by every process), `--max-pending` (pending jobs, in the database) and `--max-streams` (open event streams, per process),
 each answered 429 with Retry-After; 0 turns a limit off (see `service.tenantlimits`).
 `--limit-concurrency N` (default 1000) bounds the connections and tasks uvicorn serves at
 once (503 past it), and every request head has a deadline (`cli.serving.BoundedH11Protocol`:

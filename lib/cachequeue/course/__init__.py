@@ -55,6 +55,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "procs.holder": ("06",),
     "procs.horizonload": ("14",),
     "procs.jetlab": ("13",),
+    "procs.overload": ("07",),
     "procs.ratelab": ("08",),
     "procs.relaylab": ("09",),
     "procs.schedulers": (),

@@ -30,10 +30,12 @@ from typing import Any
 
 import anyio
 from fastapi import APIRouter, FastAPI
+from fastapi.responses import JSONResponse
 
 from .auth import Authenticator
+from .docs import with_kinds
 from .edge import Edge
-from .operations import CanRead, CheckSubmit
+from .operations import CanRead, CheckSubmit, registered_kinds
 from .problems import install as install_problems
 from .requests import MAX_BODY_BYTES
 from .routers import health, jobs, metrics, page
@@ -61,10 +63,18 @@ def create_app(schema: str, authenticator: Authenticator, *, url: str | None = N
         finally:
             await anyio.to_thread.run_sync(service.close)
 
-    # No /docs: Swagger UI would load its scripts from a CDN. /openapi.json describes the API.
-    app = FastAPI(title=title, lifespan=lifespan, docs_url=None, redoc_url=None)
+    # No /docs: Swagger UI would load its scripts from a CDN. /openapi.json describes the API,
+    # with the kinds a job may name now (read from the queue: not FastAPI's cached document).
+    app = FastAPI(title=title, lifespan=lifespan, docs_url=None, redoc_url=None,
+                  openapi_url=None)
     app.state.service = service
     install_problems(app)
+
+    @app.get("/openapi.json", include_in_schema=False)
+    async def openapi_document() -> JSONResponse:
+        kinds = (sorted(service.worker_kinds) if service.worker_kinds is not None
+                 else await service.call(registered_kinds))
+        return JSONResponse(with_kinds(app.openapi(), kinds))
     app.include_router(health.router)
     app.include_router(jobs.router)
     for router in routers:

@@ -3,19 +3,23 @@
 FastAPI documents what a route declares; the service's routes read their bodies themselves
 (after authentication, under a cap: see `requests`), so the request bodies are declared
 here (`JOB_REQUEST`), and so is the shape of every error answer (`PROBLEM`,
-application/problem+json), listed per route with `problems(401, 404, ...)`. A client
+application/problem+json), listed per route with `problems(401, 404, ...)`. The kinds a job
+may name are rows of the queue's `job_kinds`, so `/openapi.json` is served by a route of the
+app that reads them (or takes the workers' kinds, when the service knows them) and lists
+them as the enum of `kind` (`with_kinds`). A client
 generator, or schemathesis in the test suite, then knows every answer a route may give.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from ..queue.limits import MAX_RUN_AFTER
 from .problems import MEDIA_TYPE
 from .requests import MAX_ATTEMPTS, MAX_KIND_CHARS
 
-__all__ = ["JOB_REQUEST", "PROBLEM", "json_body", "problems"]
+__all__ = ["JOB_REQUEST", "PROBLEM", "json_body", "problems", "with_kinds"]
 
 PROBLEM: dict[str, Any] = {
     "type": "object",
@@ -61,6 +65,17 @@ JOB_REQUEST: dict[str, Any] = {
                             "time means now"}]},
     },
 }
+
+
+def with_kinds(document: dict[str, Any], kinds: list[str]) -> dict[str, Any]:
+    """`document` (the app's OpenAPI document, left as it is) with `kinds` as the enum of a
+    job's `kind` in the body of POST /v1/jobs: the kinds a submit can name right now."""
+    found = copy.deepcopy(document)
+    body = found.get("paths", {}).get("/v1/jobs", {}).get("post", {}).get("requestBody")
+    if body is not None and kinds:
+        kind = body["content"]["application/json"]["schema"]["properties"]["kind"]
+        kind["enum"] = list(kinds)
+    return found
 
 
 def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -36,10 +36,11 @@ from ..queue import jobs
 from .auth import Principal
 from .problems import Problem
 from .requests import HTTP_KEY_PREFIX, JobRequest, excerpt
+from .tenantlimits import TenantLimits
 
 __all__ = ["HTTP_KEY_PREFIX", "CanRead", "CheckSubmit", "NotReady", "cancel_job", "check_ready",
            "job_status",
-           "readable", "submit_job", "submit_or_problem"]
+           "readable", "registered_kinds", "submit_job", "submit_or_problem"]
 
 CanRead = Callable[[Principal, str, dict], bool]
 # (principal, kind, payload) -> None; raises a Problem to refuse the job before it is written.
@@ -102,7 +103,8 @@ def _same_request(row: tuple, request: JobRequest) -> bool:
 def submit_job(conn: psycopg.Connection, principal: Principal, request: JobRequest,
                key: str | None = None, *, check_submit: CheckSubmit | None = None,
                worker_kinds: Collection[str] | None = None,
-               max_pending: int = 0, retry_after: int = 1) -> tuple[int, str]:
+               max_pending: int = 0, retry_after: int = 1,
+               limits: TenantLimits | None = None) -> tuple[int, str]:
     """Persist the job (committed when this returns); return its id and state.
 
     First the app's `check_submit` (which raises a Problem to refuse) and the kinds the
@@ -114,10 +116,13 @@ def submit_job(conn: psycopg.Connection, principal: Principal, request: JobReque
     request was taken. (409 is the draft's answer for a key whose first request is still
     in progress; a submit is one statement, so that cannot happen here.)
 
+    With `limits` (a `tenantlimits.TenantLimits` whose submit rate is on), the submit takes
+    a token of the tenant's bucket in the database first: 429 `rate_limited` without one.
     With `max_pending` (> 0), a tenant that has that many pending jobs gets 429
     `too_many_pending` (Retry-After `retry_after`) for a new job; a repeat of an
-    Idempotency-Key it used is still answered. The count and the insert run in one
-    transaction under a lock per tenant, so concurrent submits cannot pass the cap together.
+    Idempotency-Key it used is still answered. The token, the count and the insert run in
+    one transaction under a lock per tenant, so concurrent submits cannot pass the cap
+    together, and a submit refused at any step keeps its token (the transaction rolls back).
     """
     if check_submit is not None:
         check_submit(principal, request.kind, request.payload)
@@ -129,20 +134,13 @@ def submit_job(conn: psycopg.Connection, principal: Principal, request: JobReque
                                  idempotency_key=stored_key, max_attempts=request.max_attempts,
                                  run_after=request.run_after)
 
-    if max_pending:
+    rated = limits is not None and bool(limits.submit_rate)
+    if max_pending or rated:
         with conn.transaction():
-            tenant = {"tenant_id": principal.tenant_id}
-            conn.execute(_QUERIES["tenant_submit_lock"].sql, tenant)
-            repeat = stored_key is not None and conn.execute(
-                _QUERIES["key_taken"].sql, tenant | {"key": stored_key}).fetchone()[0]
-            pending = conn.execute(_QUERIES["pending_count"].sql,
-                                   tenant | {"cap": max_pending}).fetchone()[0]
-            if not repeat and pending >= max_pending:
-                raise Problem(429, "too_many_pending",
-                              f"this tenant has {max_pending} jobs waiting, the most allowed; "
-                              "submit more once some have run",
-                              {"Retry-After": str(retry_after)})
-            job_id = insert()
+            if rated:  # first: the bucket row's lock, then (with the cap) the tenant's lock
+                limits.admit_submit(conn, principal.tenant_id)
+            job_id = (_capped_insert(conn, principal.tenant_id, stored_key, max_pending,
+                                     retry_after, insert) if max_pending else insert())
     else:
         job_id = insert()
     if key is None:
@@ -154,6 +152,29 @@ def submit_job(conn: psycopg.Connection, principal: Principal, request: JobReque
                       f"Idempotency-Key {excerpt(key)} was used for job {job_id} with another "
                       "kind, payload, max_attempts or run_after; use a new key for a new job")
     return job_id, row[2]
+
+
+def _capped_insert(conn: psycopg.Connection, tenant_id: int, stored_key: str | None,
+                   max_pending: int, retry_after: int, insert: Callable[[], int]) -> int:
+    """The insert, unless the tenant has max_pending jobs waiting (429): under a lock per
+    tenant held to the end of the caller's transaction, so the count and the insert are
+    one step for every submit of the tenant."""
+    tenant = {"tenant_id": tenant_id}
+    conn.execute(_QUERIES["tenant_submit_lock"].sql, tenant)
+    repeat = stored_key is not None and conn.execute(
+        _QUERIES["key_taken"].sql, tenant | {"key": stored_key}).fetchone()[0]
+    pending = conn.execute(_QUERIES["pending_count"].sql,
+                           tenant | {"cap": max_pending}).fetchone()[0]
+    if not repeat and pending >= max_pending:
+        raise Problem(429, "too_many_pending",
+                      f"this tenant has {max_pending} jobs waiting, the most allowed; "
+                      "submit more once some have run", {"Retry-After": str(retry_after)})
+    return insert()
+
+
+def registered_kinds(conn: psycopg.Connection) -> list[str]:
+    """The kinds the queue knows (rows of job_kinds), sorted."""
+    return [row[0] for row in conn.execute(_QUERIES["kinds"].sql)]
 
 
 def readable(conn: psycopg.Connection, principal: Principal, job_id: int,

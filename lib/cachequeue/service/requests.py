@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
@@ -36,11 +37,22 @@ from ..queue import jobs
 from ..queue.limits import MAX_PAYLOAD_BYTES, check_run_after, payload_json
 from .problems import Problem
 
-__all__ = ["ID_PATTERN", "MAX_ATTEMPTS", "MAX_BODY_BYTES", "MAX_JSON_DEPTH", "MAX_KEY_CHARS", "MAX_KIND_CHARS",
+__all__ = ["BODY_BUDGET", "ENVELOPE_BYTES", "ID_PATTERN", "MAX_ATTEMPTS", "MAX_BODY_BYTES", "MAX_JSON_DEPTH", "MAX_KEY_CHARS", "MAX_KIND_CHARS",
            "MAX_SMALL_BODY_BYTES", "JobRequest", "excerpt", "idempotency_key", "job_id",
            "last_event_id", "parse_job_request", "parse_json", "read_body", "require_json"]
 
-MAX_BODY_BYTES = 2 * MAX_PAYLOAD_BYTES  # room for whitespace; the payload itself is checked too
+# The payload's limit counts the bytes of its compact UTF-8 JSON, where an ASCII character
+# is one byte; a client may write any character of a JSON string as a \uXXXX escape (six
+# bytes; a CJK character is three bytes written as six, an emoji four written as twelve).
+# So a body of six times the payload's limit, plus the fields around the payload (the kind,
+# escaped too, and the other fields: ENVELOPE_BYTES), admits every payload the queue takes,
+# however it is escaped; the payload itself is measured after parsing.
+ENVELOPE_BYTES = 4096
+MAX_BODY_BYTES = 6 * MAX_PAYLOAD_BYTES + ENVELOPE_BYTES
+# Bytes of request bodies this process holds while reading them, all requests together: a
+# read that would pass it is 503 `overloaded` (Retry-After), so a thousand connections
+# sending large bodies at once cost at most this much memory, not a thousand bodies.
+BODY_BUDGET = 64 * 1024 * 1024
 MAX_SMALL_BODY_BYTES = 4096  # bodies of routes that take a few fields (a summary's template)
 MAX_JSON_DEPTH = 32  # objects and arrays inside each other; deeper is refused before storing
 MAX_KIND_CHARS = 100
@@ -87,17 +99,48 @@ def require_json(request: Request) -> None:
                       f"send the body as Content-Type: application/json, got {excerpt(declared)}")
 
 
+class _Held:
+    """The bytes of bodies being read in this process (see BODY_BUDGET)."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self._lock = threading.Lock()  # test servers run event loops in several threads
+
+    def take(self, size: int) -> bool:
+        with self._lock:
+            if self.bytes + size > BODY_BUDGET:
+                return False
+            self.bytes += size
+            return True
+
+    def give(self, size: int) -> None:
+        with self._lock:
+            self.bytes -= size
+
+
+HELD = _Held()
+
+
 async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
-    """The whole body, or a 413 as soon as it passes `limit` bytes (before it is all read)."""
+    """The whole body, or a 413 as soon as it passes `limit` bytes (before it is all read),
+    or a 503 `overloaded` when the bodies this process is reading would pass BODY_BUDGET.
+    The bytes count against the budget only while they are read: the caller parses them
+    before it next awaits, so no two bodies it returned are held at once."""
     declared = request.headers.get("content-length", "")
     if declared.isascii() and declared.isdigit() and int(declared) > limit:
         raise _too_large(int(declared), limit)
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(size, limit)
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            if size + len(chunk) > limit:
+                raise _too_large(size + len(chunk), limit)
+            if not HELD.take(len(chunk)):
+                raise Problem(503, "overloaded", "the service is reading as many request "
+                              "bodies as it may hold; try again shortly", {"Retry-After": "1"})
+            size += len(chunk)
+            chunks.append(chunk)
+    finally:
+        HELD.give(size)
     return b"".join(chunks)
 
 

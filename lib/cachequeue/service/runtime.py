@@ -45,6 +45,7 @@ from .operations import CanRead, CheckSubmit, NotReady, check_ready
 from .problems import Problem
 from .streamreads import SharedReads
 from .tenantlimits import TenantLimits
+from .tenantlimits import install as install_buckets
 
 __all__ = ["LOGGER", "Service", "ServiceDep", "service_of"]
 
@@ -66,7 +67,8 @@ class Service:
     knows is accepted), statement_timeout and lock_timeout (seconds: the bounds of every
     statement and lock wait on a pooled connection), stream_slots (connections the event
     streams' re-reads may use at once; default half the pool; see `streamreads`),
-    submit_rate and submit_burst (per tenant and process, jobs per second; 429), max_pending
+    submit_rate and submit_burst (per tenant, jobs per second, one bucket in the database
+    for every process of the service; 429), max_pending
     (pending jobs per tenant, in the database; 429) and max_streams (open event streams per
     tenant and process; 429); 0 turns any of these four off (see `tenantlimits`).
     """
@@ -105,8 +107,9 @@ class Service:
         self.worker_kinds: frozenset[str] | None = None
         self.workers_running: Callable[[], int] | None = None
         self.configure(queue_metrics=queue_metrics, worker_kinds=worker_kinds)
-        # Per tenant: the submit rate and open streams of this process (tenantlimits), and
-        # the pending jobs in the database (operations.submit_job); 0 turns one off.
+        # Per tenant: the submit rate (a bucket in the database) and the open streams of
+        # this process (tenantlimits), and the pending jobs in the database
+        # (operations.submit_job); 0 turns one off.
         self.limits = TenantLimits(submit_rate=submit_rate, submit_burst=submit_burst,
                                    max_streams=max_streams)
         self.max_pending = check_int(max_pending, "max_pending", minimum=0, maximum=10**9)
@@ -117,6 +120,7 @@ class Service:
             max(1, self._pool_size // 2) if stream_slots is None else stream_slots,
             "stream_slots", minimum=1, maximum=100))
         self._url = url
+        self._installed = False
         self.pool: ConnectionPool | None = None
         self.hub = Hub(lambda: db.connect(schema, url=url), log=self.log)
         self.metrics = ProcessMetrics()
@@ -179,12 +183,19 @@ class Service:
             self._url or db.database_url(), name="cachequeue-service", open=False,
             min_size=1, max_size=self._pool_size, timeout=self._pool_timeout,
             kwargs={"autocommit": True, "options": options, "connect_timeout": 10},
-            check=ConnectionPool.check_connection)
+            check=ConnectionPool.check_connection, configure=self._first_connection)
         self.pool.open(wait=False)
         self._limiter = anyio.CapacityLimiter(self.max_in_flight)
         self.stream_reads.open()
         self.hub.start()
         self.log("opened", schema=self.schema, pool=self._pool_size)
+
+    def _first_connection(self, conn: psycopg.Connection) -> None:
+        """The pool's connection hook: the first one creates the service's table (the
+        tenants' submit buckets, IF NOT EXISTS); later ones find it done."""
+        if not self._installed:
+            install_buckets(conn)
+            self._installed = True
 
     def close(self) -> None:
         self.hub.close()

@@ -160,7 +160,27 @@ def test_the_openapi_document_describes_the_headers_and_the_cancel_route(live):
         return found["schema"]
 
     key = header("/v1/jobs", "post", "Idempotency-Key")
-    assert (key["minLength"], key["maxLength"]) == (1, MAX_KEY_CHARS)
-    assert header("/v1/jobs/{job_id}/events", "get", "Last-Event-ID")["pattern"] == "^[0-9]{0,18}$"
+    # On the string itself: beside anyOf [string, null] the bounds described no string.
+    assert (key["type"], key["minLength"], key["maxLength"]) == ("string", 1, MAX_KEY_CHARS)
+    assert "anyOf" not in key
+    resume = header("/v1/jobs/{job_id}/events", "get", "Last-Event-ID")
+    assert (resume["type"], resume["pattern"]) == ("string", "^[0-9]{0,18}$")
+    assert "anyOf" not in resume
     assert {"200", "404", "409"} <= set(doc["paths"]["/v1/jobs/{job_id}/cancel"]["post"]["responses"])
     assert "429" in doc["paths"]["/v1/jobs"]["post"]["responses"]
+
+
+def test_the_openapi_document_lists_the_kinds_a_job_may_name(make_live, conn):
+    def kind_schema(live):
+        with live.client() as http:
+            doc = http.get("/openapi.json").json()
+        body = doc["paths"]["/v1/jobs"]["post"]["requestBody"]
+        return body["content"]["application/json"]["schema"]["properties"]["kind"]
+
+    live = make_live()
+    known = [row[0] for row in conn.execute("SELECT kind FROM job_kinds ORDER BY kind")]
+    assert kind_schema(live)["enum"] == known and "noop" in known
+    conn.execute("INSERT INTO job_kinds (kind, description) VALUES ('later', 'added later')")
+    assert "later" in kind_schema(live)["enum"]  # read when asked, not cached at start
+    served = make_live(worker_kinds=["noop", "summarise"])
+    assert kind_schema(served)["enum"] == ["noop", "summarise"]  # what its workers run

@@ -120,3 +120,43 @@ def test_an_unexpected_error_is_a_500_and_its_connection_stays_usable(schema, ca
     messages = [r.getMessage() for r in caplog.records]
     assert any("unexpected-error type=RuntimeError" in m for m in messages)
     assert not any("Exception in ASGI application" in m for m in messages)
+
+
+def test_a_whitespace_summary_body_is_400_and_no_body_is_the_default(live, conn):
+    with live.client() as http:
+        blank = http.post("/v1/documents/42/summaries", content=b"  \n ",
+                          headers=auth(11) | {"Content-Type": "application/json"})
+        undeclared = http.post("/v1/documents/42/summaries", content=b" ", headers=auth(11))
+        assert rows(conn) == 0
+        empty = http.post("/v1/documents/42/summaries", headers=auth(11))
+    assert (blank.status_code, blank.json()["code"]) == (400, "malformed_json")
+    assert blank.headers["content-type"] == "application/problem+json"
+    assert (undeclared.status_code, undeclared.json()["code"]) == (415, "unsupported_media_type")
+    assert empty.status_code == 202 and rows(conn) == 1
+
+
+def escaped(text: str) -> str:
+    """`text` as a JSON string with every character written as a \\uXXXX escape."""
+    return '"' + "".join(f"\\u{ord(c):04x}" for c in text) + '"'
+
+
+@pytest.mark.parametrize("char", ["a", "字"])
+def test_a_payload_within_its_limit_is_taken_however_it_is_escaped(live, conn, char):
+    from cachequeue.queue.limits import MAX_PAYLOAD_BYTES
+    from cachequeue.service.requests import MAX_BODY_BYTES
+    # The payload {"t":"..."} is 8 bytes of JSON around the text, in compact UTF-8.
+    fits = char * ((MAX_PAYLOAD_BYTES - 8) // len(char.encode()))
+    body = ('{"kind":' + escaped("noop") + ',"payload":{"t":' + escaped(fits) + '}}').encode()
+    over = ('{"kind":"noop","payload":{"t":' + escaped(fits + "a" * 9) + '}}').encode()
+    assert len(over) <= MAX_BODY_BYTES
+    with live.client() as http:
+        taken = http.post("/v1/jobs", content=body,
+                          headers=auth(11) | {"Content-Type": "application/json"})
+        refused = http.post("/v1/jobs", content=over,
+                            headers=auth(11) | {"Content-Type": "application/json"})
+    assert taken.status_code == 202, taken.text
+    stored = conn.execute("SELECT payload->>'t' FROM jobs").fetchone()[0]
+    assert stored == fits
+    # Over the payload's limit: the payload's own 413, measured after parsing.
+    assert (refused.status_code, refused.json()["code"]) == (413, "payload_too_large")
+    assert rows(conn) == 1

@@ -32,6 +32,32 @@ def test_the_submit_rate_answers_429_with_retry_after_and_writes_nothing(make_li
     assert (count(conn, 1), count(conn, 2)) == (2, 1)
 
 
+def test_the_submit_rate_holds_across_processes_of_one_service(make_live, conn):
+    # Two app instances (two pools, two processes' worth of state) on one database: the
+    # bucket is a row there, so together they admit the burst once, not once each.
+    one, two = make_live(submit_rate=0.01, submit_burst=3), make_live(submit_rate=0.01,
+                                                                      submit_burst=3)
+    with one.client() as a, two.client() as b:
+        answers = [http.post("/v1/jobs", json=NOOP, headers=auth(11))
+                   for http in (a, b, a, b, a, b)]
+        summary = b.post("/v1/documents/42/summaries", headers=auth(12))
+    assert [r.status_code for r in answers] == [202, 202, 202, 429, 429, 429]
+    assert {r.json()["code"] for r in answers[3:]} == {"rate_limited"}
+    assert (summary.status_code, summary.json()["code"]) == (429, "rate_limited")
+    assert count(conn, 1) == 3
+    tokens = conn.execute("SELECT tokens FROM tenant_submit_buckets WHERE tenant_id = 1")
+    assert tokens.fetchone()[0] < 1
+
+
+def test_a_refused_submit_keeps_its_token(make_live, conn):
+    live = make_live(submit_rate=0.01, submit_burst=2)
+    with live.client() as http:
+        unknown = http.post("/v1/jobs", json={"kind": "translate"}, headers=auth(11))
+        answers = [http.post("/v1/jobs", json=NOOP, headers=auth(11)) for _ in range(3)]
+    assert unknown.status_code == 422  # rolled back with its transaction: no token spent
+    assert [r.status_code for r in answers] == [202, 202, 429]
+
+
 def test_the_pending_cap_answers_429_and_holds_under_concurrent_submits(make_live, conn):
     live = make_live(max_pending=5, max_in_flight=100)
     got = []

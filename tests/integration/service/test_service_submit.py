@@ -8,6 +8,7 @@ from servicekit import auth
 
 from cachequeue.queue import jobs
 from cachequeue.queue.limits import MAX_PAYLOAD_BYTES
+from cachequeue.service.requests import MAX_BODY_BYTES
 
 
 def count_jobs(conn) -> int:
@@ -89,7 +90,7 @@ def test_header_keys_cannot_collide_with_business_keys(live, conn):
     (json.dumps({"kind": "noop", "priority": 1}).encode(), 422, "invalid_job"),
     (json.dumps({"kind": "noop", "payload": {"x": "y" * MAX_PAYLOAD_BYTES}}).encode(), 413,
      "payload_too_large"),
-    (b" " * (2 * MAX_PAYLOAD_BYTES + 1), 413, "content_too_large"),
+    (b" " * (MAX_BODY_BYTES + 1), 413, "content_too_large"),
 ])
 def test_a_bad_request_gets_a_clear_json_error_and_writes_nothing(live, conn, body, status, code):
     with live.client() as http:

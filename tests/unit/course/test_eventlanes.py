@@ -122,3 +122,35 @@ def test_a_request_story_puts_log_lines_and_its_own_moments_on_one_axis():
     assert len(story.rows) == 3, "a refused note writes nothing"
     with pytest.raises(ValueError, match="nothing noted"):
         RequestStory().frame()
+
+
+def test_a_followed_stream_notes_each_event_as_it_arrives():
+    import threading
+    from types import SimpleNamespace
+
+    from cachequeue.course.views.servicestory import RequestStory
+
+    gate = threading.Event()
+
+    def feed():
+        yield SimpleNamespace(id="1", event="accepted")
+        gate.wait(10)
+        yield SimpleNamespace(id="2", event="done")
+
+    story = RequestStory()
+    following = story.follow(feed(), "事件流")
+    assert following.wait(1) == [("1", "accepted")]
+    with pytest.raises(TimeoutError, match="1 of 2"):
+        following.wait(2, timeout=0.05)
+    with pytest.raises(TimeoutError, match="still open"):
+        following.join(timeout=0.05)
+    gate.set()
+    assert following.join() == [("1", "accepted"), ("2", "done")]
+    assert story.frame()["what"].tolist() == ["accepted", "done"]
+
+    def broken():
+        yield SimpleNamespace(id="1", event="accepted")
+        raise ConnectionError("cut")
+
+    with pytest.raises(RuntimeError, match="cut"):
+        story.follow(broken(), "事件流").join()

@@ -112,3 +112,43 @@ def test_last_event_id_is_ascii_digits_only():
     for bad in ("²", "１", "٣", "1" * 19 + "0"):
         with pytest.raises(Problem):
             last_event_id(bad)
+
+
+class _Streaming:
+    """A request whose body arrives in `chunks`, pausing after the first until `go` is set."""
+
+    def __init__(self, chunks, go=None):
+        self.headers = {}
+        self.chunks, self.go = chunks, go
+
+    async def stream(self):
+        for n, chunk in enumerate(self.chunks):
+            if n == 1 and self.go is not None:
+                await self.go.wait()
+            yield chunk
+
+
+def test_bodies_being_read_at_once_stay_within_the_budget(monkeypatch):
+    import asyncio
+
+    from cachequeue.service import requests as service_requests
+    from cachequeue.service.requests import HELD, read_body
+
+    monkeypatch.setattr(service_requests, "BODY_BUDGET", 1000)
+
+    async def run():
+        go = asyncio.Event()
+        slow = asyncio.create_task(read_body(_Streaming([b"a" * 600, b"b" * 100], go)))
+        await asyncio.sleep(0)  # the slow body holds its first 600 bytes
+        assert HELD.bytes == 600
+        with pytest.raises(Problem) as refused:
+            await read_body(_Streaming([b"c" * 300, b"d" * 200]))
+        assert (refused.value.status, refused.value.code) == (503, "overloaded")
+        assert refused.value.headers == {"Retry-After": "1"}
+        assert HELD.bytes == 600  # the refused read gave back what it had taken
+        go.set()
+        assert await slow == b"a" * 600 + b"b" * 100
+        assert HELD.bytes == 0
+        assert await read_body(_Streaming([b"c" * 300, b"d" * 200])) == b"c" * 300 + b"d" * 200
+
+    asyncio.run(run())

@@ -168,9 +168,13 @@ def readable_documents(store: DocumentStore, principal: Principal) -> list[dict[
 
 
 def _summary_or_problem(conn, store: DocumentStore, principal: Principal, document_id: int,
-                        template: str) -> summaries.Requested:
-    """summaries.request_summary, its refusals as HTTP answers (see _authorize)."""
+                        template: str, limits=None) -> summaries.Requested:
+    """summaries.request_summary, its refusals as HTTP answers (see _authorize), after a
+    token of the tenant's submit bucket (`limits`: the service's, in the database; a
+    statement of its own, since request_summary commits its own transaction)."""
     _authorize(store, principal, document_id)
+    if limits is not None:
+        limits.admit_submit(conn, principal.tenant_id)  # the tenant's submit rate: 429
     try:
         return summaries.request_summary(conn, store, store.user(principal.user_id),
                                          document_id, template)
@@ -181,8 +185,9 @@ def _summary_or_problem(conn, store: DocumentStore, principal: Principal, docume
 
 
 def summary_template(raw: bytes) -> str:
-    """The template of a summary request's body (empty: the default); 400 or 422 otherwise."""
-    if not raw.strip():
+    """The template of a summary request's body (no body: the default); 400 or 422
+    otherwise. A body of whitespace only is not JSON: 400, like any other malformed body."""
+    if raw == b"":
         return "brief-zh"
     body = parse_json(raw)
     if not isinstance(body, dict) or set(body) - {"template"}:
@@ -212,11 +217,11 @@ def documents_router(store: DocumentStore) -> APIRouter:
         # is read under a cap: a large body without a token costs nothing.
         number = job_id(document_id, "document", 2**31 - 1)
         raw = await read_body(request, MAX_SMALL_BODY_BYTES)
-        if raw.strip():
+        if raw:
             require_json(request)
         template = summary_template(raw)
-        svc.limits.admit_submit(principal.tenant_id)  # the tenant's submit rate: 429
-        job = await svc.call(_summary_or_problem, store, principal, number, template)
+        job = await svc.call(_summary_or_problem, store, principal, number, template,
+                             svc.limits)
         answer = accepted(job.job_id, state=job.state, retry_after=svc.retry_after)
         if not job.created:  # the job of an earlier request for this summary
             answer.headers["Idempotent-Replayed"] = "true"

@@ -79,11 +79,13 @@ JobId = Annotated[str, Path(pattern=ID_PATTERN, max_length=19,
                             description="a job id: decimal digits, no sign, no leading zero")]
 # The schema extras only describe (the OpenAPI document); the checks, and their 400s, are
 # requests.idempotency_key and requests.last_event_id.
-IdempotencyKey = Annotated[str | None, Header(
+# Typed `str` (default None) rather than `str | None`: a header is a string when sent, and
+# `str | None` would document anyOf [string, null] with the bounds beside it, not on the string.
+IdempotencyKey = Annotated[str, Header(
     alias="Idempotency-Key", description=f"at most {MAX_KEY_CHARS} characters; a repeat with "
     "the same key returns the first job; send one", json_schema_extra={
         "minLength": 1, "maxLength": MAX_KEY_CHARS, "pattern": r"\S"})]
-LastEventId = Annotated[str | None, Header(
+LastEventId = Annotated[str, Header(
     alias="Last-Event-ID", description="the number of the last event the client has",
     json_schema_extra={"pattern": "^[0-9]{0,18}$"})]
 
@@ -99,12 +101,12 @@ async def submit(request: Request, principal: Caller, service: ServiceDep,
     key = idempotency_key(idempotency_key_header)
     require_json(request)
     job = parse_job_request(await read_body(request))
-    service.limits.admit_submit(principal.tenant_id)  # 429 before the database
     job_id, state = await service.call(submit_job, principal, job, key,
                                        check_submit=service.check_submit,
                                        worker_kinds=service.worker_kinds,
                                        max_pending=service.max_pending,
-                                       retry_after=service.retry_after)
+                                       retry_after=service.retry_after,
+                                       limits=service.limits)  # the tenant's rate: 429
     return accepted(job_id, state=state,
                     retry_after=retry_after_for(service.retry_after, job.run_after))
 

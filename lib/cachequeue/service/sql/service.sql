@@ -112,3 +112,48 @@ SELECT (SELECT count(*)
 -- name: ready_timeout
 -- Bound the probe's statements (and its lock waits) for the rest of its transaction.
 SELECT set_config('statement_timeout', %(ms)s, true), set_config('lock_timeout', %(ms)s, true);
+
+-- name: install_lock
+-- Serialises installs of the service's table, so processes starting together do not collide.
+SELECT pg_advisory_xact_lock(hashtext('cachequeue.service.install.' || current_schema()));
+
+-- name: install_buckets
+-- The per-tenant submit buckets (cachequeue.service.tenantlimits): one row per tenant that
+-- submitted, so every process of the service draws from the same bucket.
+CREATE TABLE IF NOT EXISTS tenant_submit_buckets (
+    tenant_id  bigint PRIMARY KEY,
+    tokens     float8 NOT NULL CHECK (tokens >= 0),
+    updated_at timestamptz NOT NULL
+);
+
+-- name: take_submit_token
+-- Refill the tenant's bucket for the time passed (at most %(burst)s), then take one token; a row when taken, none when the bucket has less than one (nothing written then).
+-- A tenant's first submit creates its bucket, full less this token. The upsert locks the
+-- row until the caller's transaction ends, so concurrent takers of one tenant are serialised.
+WITH clock AS MATERIALIZED (
+    SELECT cq_now() AS now
+)
+INSERT INTO tenant_submit_buckets AS b (tenant_id, tokens, updated_at)
+SELECT %(tenant_id)s, %(burst)s - 1, now FROM clock
+ON CONFLICT (tenant_id) DO UPDATE
+SET tokens = least(%(burst)s, b.tokens + %(rate)s * greatest(0, extract(epoch FROM
+                   EXCLUDED.updated_at - b.updated_at)::float8)) - 1,
+    updated_at = greatest(b.updated_at, EXCLUDED.updated_at)
+WHERE least(%(burst)s, b.tokens + %(rate)s * greatest(0, extract(epoch FROM
+            EXCLUDED.updated_at - b.updated_at)::float8)) >= 1
+RETURNING tokens;
+
+-- name: submit_tokens
+-- The tokens in the tenant's bucket now, refilled for the time passed (how long a refused submit should wait).
+SELECT least(%(burst)s, tokens + %(rate)s * greatest(0, extract(epoch FROM
+             cq_now() - updated_at)::float8)) AS tokens
+FROM tenant_submit_buckets
+WHERE tenant_id = %(tenant_id)s;
+
+-- name: kinds
+-- The kinds the queue knows (job_kinds), for the OpenAPI document's enum of a job's kind.
+SELECT kind FROM job_kinds ORDER BY kind;
+
+-- name: fair_index_missing
+-- Whether the fair claim's index on pending jobs by tenant, which the pending count reads, is missing in this schema.
+SELECT to_regclass('jobs_fair') IS NULL;
