@@ -22,9 +22,12 @@ With `prefetch` > 0 (the throughput mode, `queue.prefetch`) a claimed job does n
 thread of its own at once: it waits in a local queue (a `SimpleQueue`) that `concurrency`
 threads take from one job after another, so starting a job costs the loop no turn. A job
 in the local queue is held like a running one (its lease is renewed by the heartbeat);
-a thread that takes a job whose lease was lost or ran out meanwhile does not run it, and
-reports it as an error (the database refuses the report if the lease was taken over).
-`hand_back_waiting` gives the jobs still in the local queue back in one statement.
+a thread that takes a job whose lease was lost or ran out meanwhile does not run it: the
+loop hands it back (`jobs.release`, fenced like every report: refused if another attempt
+holds the job), never fails it, so a job that never ran uses up no attempt and no backoff,
+and the hand-back counts toward the hand-back cap (limits.MAX_HANDBACKS) like any other.
+`hand_back_waiting` gives the jobs still in the local queue back in one statement, which
+counts each of them toward that cap as well (`prefetch.release_many`).
 The mode also sends each due batch (`jobs.finish_many`, fenced as ever) on a connection of
 its own, from a sender thread (`_Sender`), so the server works on a flush while the loop
 claims on its own connection; the rows stay held (and renewed) until the answer is back,
@@ -294,8 +297,10 @@ class InFlight:
             claim, result = self._results[0]
             running = self._held.get(claim.lease_token)
             if running is not None:  # else: handed back or abandoned meanwhile
-                if not (self._batch_size > 1 and result.error is None
-                        and self._joins(conn, running, result, now)):
+                if isinstance(result.error, LeaseLostBeforeStart):
+                    self._release_unstarted(conn, running, str(result.error))
+                elif not (self._batch_size > 1 and result.error is None
+                          and self._joins(conn, running, result, now)):
                     self._report_one(conn, running, result)
                 freed += 1
             self._results.popleft()
@@ -393,6 +398,29 @@ class InFlight:
         if result.error is not None:
             fields["error"] = one_line(result.error)
         self._log(event, **fields)
+
+    def _release_unstarted(self, conn: psycopg.Connection, running: _Running,
+                           reason: str) -> None:
+        """A job of the local queue that was never started (its lease was lost or ran out
+        while it waited): hand it back, fenced by its token; a hand-back, not a failure."""
+        claim = running.claim
+        self._recording = [claim.lease_token]
+        state = jobs.release(conn, claim, reason)
+        self._stats["statements"] += 1
+        if state is None and running.unsure:  # an earlier try's answer was lost: did it commit?
+            state = self._released(conn, claim)
+        self._recording = []
+        del self._held[claim.lease_token]
+        event = "handed-back" if state else "rejected"
+        self._stats["released" if state else "rejected"] += 1
+        self._log(event, job=claim.job_id, attempt=claim.attempt)
+
+    def _released(self, conn: psycopg.Connection, claim: jobs.Claim) -> str | None:
+        self._stats["statements"] += 1
+        for row in jobs.history(conn, claim.job_id):
+            if row["lease_token"] == claim.lease_token and row["outcome"] == "released":
+                return "released"
+        return None
 
     def flush(self, conn: psycopg.Connection) -> None:
         """Finish every batched result in one statement; each row stands on its own lease
