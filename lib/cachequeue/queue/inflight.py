@@ -269,7 +269,8 @@ class InFlight:
         """A handler thread of the throughput mode took a job from the local queue."""
         if running.ctx.should_stop() or running.expires <= self._clock():
             # Lost (the heartbeat found it gone, or a hand-back) or ran out while waiting:
-            # not started. Reported as an error; refused if another attempt holds it.
+            # not started. The loop hands it back (_release_unstarted); refused if another
+            # attempt holds it.
             self._results.append((running.claim, Result(error=LeaseLostBeforeStart(
                 "the lease was lost or ran out while the job waited in the local queue"))))
             self._poke()
@@ -304,16 +305,24 @@ class InFlight:
                     self._report_one(conn, running, result)
                 freed += 1
             self._results.popleft()
-        if self._batch and (flush or len(self._batch) >= self._batch_size
-                            or now >= self._batch_since + self._batch_wait):
-            if self._sender is None or flush:
-                self.flush(conn)
-            elif self._sender.batch is None:
-                self._send()
-            elif len(self._batch) >= self._batch_size:
-                self._collect(conn, wait=True)  # one batch in flight at a time
-                self._send()
+            if len(self._batch) >= self._batch_size:  # full: out now, never more than `batch`
+                self._flush_batch(conn, full=True)
+        if self._batch and flush:
+            self.flush(conn)
+        elif self._batch and now >= self._batch_since + self._batch_wait:
+            self._flush_batch(conn, full=False)
         return freed
+
+    def _flush_batch(self, conn: psycopg.Connection, *, full: bool) -> None:
+        """Write the batch: on the loop's connection, or (throughput mode) hand it to the
+        sender; a `full` batch waits for the one in flight, a due one for the next turn."""
+        if self._sender is None:
+            self.flush(conn)
+        elif self._sender.batch is None:
+            self._send()
+        elif full:
+            self._collect(conn, wait=True)  # one batch in flight at a time
+            self._send()
 
     def _send(self) -> None:
         """Hand the batch to the sender (throughput mode); its rows stay held until the answer."""

@@ -293,3 +293,29 @@ def test_a_job_whose_lease_ran_out_while_it_waited_is_handed_back_not_failed(con
     assert [r["outcome"] for r in jobs.history(conn, ids[1])] == ["released", None]
     capped = jobs.status(conn, tenant_id=1, job_id=ids[2])
     assert capped.handbacks == jobs.MAX_HANDBACKS and "local queue" in capped.last_error
+
+
+@pytest.mark.parametrize("prefetch", [0, 8])
+def test_no_completion_statement_writes_more_than_batch_rows(conn, harness, prefetch,
+                                                             monkeypatch):
+    """Results that arrive together (several handler threads, a turn that found many)
+    never make a statement larger than `batch`: a full batch goes out at once."""
+    ids = submit(conn, 23)
+    real, sizes = jobs.finish_many, []
+
+    def counted(c, results):
+        results = list(results)
+        sizes.append(len(results))
+        return real(c, results)
+
+    monkeypatch.setattr(jobs, "finish_many", counted)
+    h = harness({"noop": lambda payload: payload["n"]}, concurrency=4, prefetch=prefetch,
+                batch=5)
+
+    def drained(total):
+        h.clock.advance(BATCH_WAIT)  # every turn may flush what waits
+        return total["finished"] == 23
+
+    h.turns_until(drained)
+    assert states(conn, ids) == ["done"] * 23
+    assert sum(sizes) == 23 and max(sizes) <= 5, sizes

@@ -15,6 +15,10 @@ For the notebook:
 - `crash_before_flush(connect, count)`: a `queue.Worker` driven turn by turn until `count`
   results wait in its completion batch, then dropped without a flush (what a SIGKILL
   between a handler's return and the flush leaves behind);
+- `throughput_mode(connect, jobs, prefetch=, batch=)`: a `queue.Worker` of the throughput mode
+  (`prefetch`, its local queue, and a completion batch of `batch`) drains `jobs` no-op jobs
+  in this process; its rate, and its claim and completion statements counted from the rows
+  they wrote (each statement reads the database clock once), which do not depend on timing;
 - `jobs_ceiling` and `summary` do the arithmetic.
 
 For the benchmark's worker processes: `NOOP_HANDLERS` (the `noop` kind; with a `stamp` path in the
@@ -30,6 +34,7 @@ import json
 import os
 import platform
 import statistics
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -57,7 +62,8 @@ from ..probes import plans
 
 __all__ = ["NOOP_HANDLERS", "SLOW_HANDLERS", "SLOW_S", "claim_cost", "commit_times", "crash_before_flush", "describe_url",
            "drain_rate", "jobs_ceiling", "load", "machine", "noop", "query", "read_stamps",
-           "recorded", "settings", "slow", "stamp", "summary", "transactions", "wait_gone",
+           "recorded", "settings", "slow", "stamp", "summary", "throughput_mode", "transactions",
+           "wait_gone",
            "waiting_on", "wal_fsyncs"]
 
 query = sqlfile.load(__package__, "perf.sql")
@@ -222,6 +228,58 @@ def crash_before_flush(connect: Callable[[], psycopg.Connection], count: int, *,
     worker.abandon()
     return {"handler_runs": len(ran), "claimed": totals["claimed"],
             "finished": totals["finished"], "batches": totals["batches"]}
+
+
+MODE_JOBS = 20_000  # jobs a throughput_mode run drains, at most
+
+
+def throughput_mode(connect: Callable[[], psycopg.Connection], count: int, *, prefetch: int,
+                    batch: int, concurrency: int = 4, timeout: float = 120.0) -> dict[str, Any]:
+    """Submit `count` pending no-op jobs (one statement, not timed), drain them with one
+    `queue.Worker(prefetch=prefetch, batch=batch, concurrency=concurrency)` running in this
+    process (prefetch 0: the default mode), stop it, and return: `rate` (jobs per second,
+    from the worker's start to the last completion it saw), `claims` and `completions` (the
+    statements that claimed and finished these jobs, counted from the rows they wrote),
+    `largest_claim` / `largest_completion` (rows in the largest of each), `commits_per_job`
+    ((claims + completions) / jobs: each is one autocommit statement), `attempts` and `done`.
+    A schema with jobs pending or running already is refused (ValueError, nothing written):
+    their claims would mix with the run's."""
+    check_int(count, "count", minimum=1, maximum=MODE_JOBS)
+    check_int(prefetch, "prefetch", minimum=0, maximum=5000)
+    check_int(batch, "batch", minimum=1, maximum=5000)
+    check_int(concurrency, "concurrency", minimum=1, maximum=100)
+    check_seconds(timeout, "timeout")
+    with connect() as conn:
+        unsettled = conn.execute(query("unsettled_jobs").sql).fetchone()[0]
+        if unsettled:
+            raise ValueError(f"{unsettled} jobs are pending or running in this schema: their "
+                             "claims would mix with the run's; drain or reset it first")
+        after = conn.execute(query("last_job_id").sql).fetchone()[0]
+        plans.fill_pending(conn, count)
+    worker = Worker(connect, NOOP_HANDLERS, concurrency=concurrency, prefetch=prefetch,
+                    batch=batch, listen=False, name=f"mode-p{prefetch}-b{batch}")
+    thread = threading.Thread(target=worker.run, name="throughput-mode", daemon=True)
+    started = time.perf_counter()
+    thread.start()
+    deadline = started + timeout
+    try:
+        while worker.stats["finished"] < count:  # the loop thread's counts; read only
+            if time.perf_counter() > deadline:
+                raise TimeoutError(f"{worker.stats['finished']} of {count} jobs finished in "
+                                   f"{timeout:g} s: {dict(worker.stats)}")
+            time.sleep(0.005)
+        took = time.perf_counter() - started
+    finally:
+        worker.stop_now()
+        thread.join(timeout)
+    with connect() as conn:
+        row = conn.execute(query("mode_statements").sql, {"after": after}).fetchone()
+    claims, completions, largest_claim, largest_completion, done, attempts = row
+    return {"jobs": count, "prefetch": prefetch, "batch": batch, "concurrency": concurrency,
+            "rate": count / took, "seconds": took, "claims": claims, "completions": completions,
+            "largest_claim": largest_claim, "largest_completion": largest_completion,
+            "commits_per_job": (claims + completions) / count, "attempts": attempts,
+            "done": done}
 
 
 # ------------------------------------------------------------------ the benchmark's worker side
