@@ -68,3 +68,11 @@ SELECT (SELECT count(DISTINCT started_at) FROM job_attempts WHERE job_id > %(aft
 -- name: unsettled_jobs
 -- Jobs pending or running: a throughput_mode run refuses to start while there are any (their claims would mix with its own).
 SELECT count(*) FROM jobs WHERE state IN ('pending', 'running');
+
+-- name: expire_lease
+-- Let one running job's lease run out now (a holder that went silent), so another claim can take it over.
+UPDATE jobs SET locked_until = cq_now() - interval '1 second' WHERE id = %(job_id)s AND state = 'running';
+
+-- name: jobs_after
+-- The jobs above an id: state, attempts and hand-backs, in id order.
+SELECT id, state::text, attempts, handbacks FROM jobs WHERE id > %(after)s ORDER BY id;
