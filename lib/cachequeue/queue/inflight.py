@@ -241,7 +241,17 @@ class InFlight:
 
     @property
     def reports_waiting(self) -> bool:
-        return bool(self._results) or bool(self._sender and self._sender.done)
+        """A turn has reports to take: results (unless they wait behind a full batch for the
+        sender's answer, which pokes the loop), or the sender's answer."""
+        return ((bool(self._results) and not self._held_back())
+                or bool(self._sender and self._sender.done))
+
+    def _held_back(self) -> bool:
+        """Throughput mode: the batch is full and the sender still busy with the one before.
+        The results after it wait in their queue (their slots stay taken) and the loop goes
+        on claiming, instead of blocking until the answer comes back."""
+        return (self._sender is not None and self._sender.batch is not None
+                and not self._sender.done and len(self._batch) >= self._batch_size)
 
     @property
     def batched(self) -> int:
@@ -249,15 +259,23 @@ class InFlight:
         return len(self._batch)
 
     def flush_due_at(self) -> float | None:
-        """When the batch must be flushed at the latest (clock of the worker), or None."""
-        return None if self._batch_since is None else self._batch_since + self._batch_wait
+        """When the batch must be flushed at the latest (clock of the worker), or None: also
+        None while the sender is busy (throughput mode), since a due batch waits for its
+        answer anyway and the answer wakes the loop (a due time in the past would make the
+        loop's wait return at once, turn after turn, until then)."""
+        if self._batch_since is None:
+            return None
+        if self._sender is not None and self._sender.batch is not None and not self._sender.done:
+            return None
+        return self._batch_since + self._batch_wait
 
     def start(self, claim: jobs.Claim, now: float) -> None:
         """Run the claim's handler on a handler thread (claimed at `now`)."""
         ctx = JobContext(claim, self._name, self._connect)
         self._held[claim.lease_token] = _Running(claim, ctx, expires=now + self._lease)
         self._stats["claimed"] += 1
-        self._log("claimed", job=claim.job_id, attempt=claim.attempt, kind=claim.kind)
+        if self._pullers is None:  # the throughput mode writes one line per claim (Worker._claim)
+            self._log("claimed", job=claim.job_id, attempt=claim.attempt, kind=claim.kind)
         args = (claim.payload, ctx) if self._with_ctx[claim.kind] else (claim.payload,)
         if self._pullers is not None:
             self._pullers.put(self._held[claim.lease_token], self._handlers[claim.kind], args,
@@ -295,6 +313,8 @@ class InFlight:
         freed = 0
         self._collect(conn, wait=False)
         while self._results:
+            if not flush and self._held_back():
+                break  # the sender's answer pokes the loop; this turn claims meanwhile
             claim, result = self._results[0]
             running = self._held.get(claim.lease_token)
             if running is not None:  # else: handed back or abandoned meanwhile
