@@ -313,8 +313,10 @@ class InFlight:
         freed = 0
         self._collect(conn, wait=False)
         while self._results:
-            if not flush and self._held_back():
-                break  # the sender's answer pokes the loop; this turn claims meanwhile
+            if len(self._batch) >= self._batch_size:  # full: out before another row joins
+                if not flush and self._held_back():
+                    break  # the sender's answer pokes the loop; this turn claims meanwhile
+                self._flush_batch(conn, full=True)
             claim, result = self._results[0]
             running = self._held.get(claim.lease_token)
             if running is not None:  # else: handed back or abandoned meanwhile
@@ -325,8 +327,8 @@ class InFlight:
                     self._report_one(conn, running, result)
                 freed += 1
             self._results.popleft()
-            if len(self._batch) >= self._batch_size:  # full: out now, never more than `batch`
-                self._flush_batch(conn, full=True)
+        if len(self._batch) >= self._batch_size and (flush or not self._held_back()):
+            self._flush_batch(conn, full=True)
         if self._batch and flush:
             self.flush(conn)
         elif self._batch and now >= self._batch_since + self._batch_wait:

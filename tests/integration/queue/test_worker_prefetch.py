@@ -319,3 +319,35 @@ def test_no_completion_statement_writes_more_than_batch_rows(conn, harness, pref
     h.turns_until(drained)
     assert states(conn, ids) == ["done"] * 23
     assert sum(sizes) == 23 and max(sizes) <= 5, sizes
+
+
+def test_the_loop_goes_on_while_the_sender_is_busy(conn, harness, monkeypatch):
+    """A full batch waiting behind the one in flight does not block the loop's turn (it
+    used to wait for the sender's answer, and claimed nothing meanwhile); the results wait
+    in their queue, the loop's wait does not spin, and the answer lets everything finish."""
+    ids = submit(conn, 8)
+    gate, real = threading.Event(), jobs.finish_many
+
+    def slow_sender(c, results):
+        if threading.current_thread().name == "cachequeue-completions":
+            gate.wait(WAIT)
+        return real(c, results)
+
+    monkeypatch.setattr(jobs, "finish_many", slow_sender)
+    h = harness({"noop": lambda payload: payload["n"]}, concurrency=2, prefetch=6, batch=2)
+    flight = h.worker._in_flight
+    try:
+        deadline = time.monotonic() + WAIT
+        while not (flight._held_back() and len(flight._results) == 8 - 2 - 2):
+            assert time.monotonic() < deadline, (flight._batch, len(flight._results))
+            h.worker.wait(0.1)
+            started = time.monotonic()
+            h.turn()
+            assert time.monotonic() - started < WAIT / 3, "the turn waited for the sender"
+        # 2 in flight, 2 in the full batch, 4 results waiting: no report to take, no due
+        # batch, so the loop's wait sleeps instead of returning at once.
+        assert not flight.reports_waiting and flight.flush_due_at() is None
+    finally:
+        gate.set()
+    total = h.turns_until(lambda t: t["finished"] == 8)
+    assert total["rejected"] == 0 and states(conn, ids) == ["done"] * 8
