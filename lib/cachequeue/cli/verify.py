@@ -3,13 +3,15 @@
     cachequeue verify [--variant NAME] [--seed N] [--jobs N] [--workers N]
                       [--faults kill,pause,terminate,restart,cut,blackhole,delay]
                       [--per-kind N] [--time-limit S] [--keep DIR]
+                      [--tenants N] [--tenant-cap N | --prefetch N]
 
 Runs `verify.driver.run` on a private throw-away server (never DATABASE_URL, never the
 course's server), checks the history (`verify.checks`) and prints ONE JSON document on
 stdout: the run's settings and figures and `violations`, a list whose items have `check`
 (its name), `number` (its number in issue 21's list), `job`, `message` and `witness` (the
 operations and rows that prove it). `--variant` picks a named mutant instead of the real
-queue (`verify.variants.MUTANTS`). `--keep DIR` keeps the history (JSON lines), the
+queue (`verify.variants.MUTANTS`); `--prefetch N` runs the workers (the real queue's or
+the mutant's) in the throughput mode of `cachequeue worker --prefetch N`. `--keep DIR` keeps the history (JSON lines), the
 snapshot, the workers' logs and the run's timeline (timeline.png, the first violation's
 witness in red, and timeline.html, the same lanes zoomable offline) in DIR. Before the fleet, the prober (`verify.prober`) walks its own jobs
 through the situation of every check; after the nemesis, the workers drain until every job
@@ -59,6 +61,8 @@ _COUNTS = {
     "--tenants": (1, "tenants the jobs belong to, in turn", (1, 1000)),
     "--tenant-cap": (None, "claim fairly with at most N running jobs per tenant, and check it",
                      (1, 1000)),
+    "--prefetch": (0, "run the workers in the throughput mode, fetching N jobs ahead "
+                      "(worker --prefetch N)", (0, driver.MAX_VERIFY_PREFETCH)),
 }
 
 
@@ -82,6 +86,9 @@ def prepare(args: argparse.Namespace) -> Callable[[], int]:
         value = getattr(args, flag[2:].replace("-", "_"))
         if bounds is not None and value is not None and not bounds[0] <= value <= bounds[1]:
             raise UsageError(f"{flag} must be between {bounds[0]} and {bounds[1]}, got {value}")
+    if args.prefetch and args.tenant_cap is not None:
+        raise UsageError("--prefetch does not go with --tenant-cap (the worker refuses "
+                         "--prefetch with the fair claim)")
     if not 0 < args.time_limit <= 3600:
         raise UsageError(f"--time-limit must be in (0, 3600] seconds, got {args.time_limit:g}")
     if args.keep is not None and Path(args.keep).exists() and not Path(args.keep).is_dir():
@@ -101,7 +108,8 @@ def prepare(args: argparse.Namespace) -> Callable[[], int]:
         result = driver.run(variant=args.variant, seed=args.seed, jobs=args.jobs,
                             workers=args.workers, faults=args.faults, per_kind=args.per_kind,
                             time_limit=args.time_limit, workdir=args.keep,
-                            tenants=args.tenants, tenant_cap=args.tenant_cap)
+                            tenants=args.tenants, tenant_cap=args.tenant_cap,
+                            prefetch=args.prefetch)
         json.dump(result, sys.stdout, indent=1, default=str)
         sys.stdout.write("\n")
         if result["violations"]:

@@ -22,9 +22,12 @@ With `prefetch` > 0 (the throughput mode, `queue.prefetch`) a claimed job does n
 thread of its own at once: it waits in a local queue (a `SimpleQueue`) that `concurrency`
 threads take from one job after another, so starting a job costs the loop no turn. A job
 in the local queue is held like a running one (its lease is renewed by the heartbeat);
-a thread that takes a job whose lease was lost or ran out meanwhile does not run it, and
-reports it as an error (the database refuses the report if the lease was taken over).
-`hand_back_waiting` gives the jobs still in the local queue back in one statement.
+a thread that takes a job whose lease was lost or ran out meanwhile does not run it: the
+loop hands it back (`jobs.release`, fenced like every report: refused if another attempt
+holds the job), never fails it, so a job that never ran uses up no attempt and no backoff,
+and the hand-back counts toward the hand-back cap (limits.MAX_HANDBACKS) like any other.
+`hand_back_waiting` gives the jobs still in the local queue back in one statement, which
+counts each of them toward that cap as well (`prefetch.release_many`).
 The mode also sends each due batch (`jobs.finish_many`, fenced as ever) on a connection of
 its own, from a sender thread (`_Sender`), so the server works on a flush while the loop
 claims on its own connection; the rows stay held (and renewed) until the answer is back,
@@ -238,7 +241,17 @@ class InFlight:
 
     @property
     def reports_waiting(self) -> bool:
-        return bool(self._results) or bool(self._sender and self._sender.done)
+        """A turn has reports to take: results (unless they wait behind a full batch for the
+        sender's answer, which pokes the loop), or the sender's answer."""
+        return ((bool(self._results) and not self._held_back())
+                or bool(self._sender and self._sender.done))
+
+    def _held_back(self) -> bool:
+        """Throughput mode: the batch is full and the sender still busy with the one before.
+        The results after it wait in their queue (their slots stay taken) and the loop goes
+        on claiming, instead of blocking until the answer comes back."""
+        return (self._sender is not None and self._sender.batch is not None
+                and not self._sender.done and len(self._batch) >= self._batch_size)
 
     @property
     def batched(self) -> int:
@@ -246,15 +259,23 @@ class InFlight:
         return len(self._batch)
 
     def flush_due_at(self) -> float | None:
-        """When the batch must be flushed at the latest (clock of the worker), or None."""
-        return None if self._batch_since is None else self._batch_since + self._batch_wait
+        """When the batch must be flushed at the latest (clock of the worker), or None: also
+        None while the sender is busy (throughput mode), since a due batch waits for its
+        answer anyway and the answer wakes the loop (a due time in the past would make the
+        loop's wait return at once, turn after turn, until then)."""
+        if self._batch_since is None:
+            return None
+        if self._sender is not None and self._sender.batch is not None and not self._sender.done:
+            return None
+        return self._batch_since + self._batch_wait
 
     def start(self, claim: jobs.Claim, now: float) -> None:
         """Run the claim's handler on a handler thread (claimed at `now`)."""
         ctx = JobContext(claim, self._name, self._connect)
         self._held[claim.lease_token] = _Running(claim, ctx, expires=now + self._lease)
         self._stats["claimed"] += 1
-        self._log("claimed", job=claim.job_id, attempt=claim.attempt, kind=claim.kind)
+        if self._pullers is None:  # the throughput mode writes one line per claim (Worker._claim)
+            self._log("claimed", job=claim.job_id, attempt=claim.attempt, kind=claim.kind)
         args = (claim.payload, ctx) if self._with_ctx[claim.kind] else (claim.payload,)
         if self._pullers is not None:
             self._pullers.put(self._held[claim.lease_token], self._handlers[claim.kind], args,
@@ -266,7 +287,8 @@ class InFlight:
         """A handler thread of the throughput mode took a job from the local queue."""
         if running.ctx.should_stop() or running.expires <= self._clock():
             # Lost (the heartbeat found it gone, or a hand-back) or ran out while waiting:
-            # not started. Reported as an error; refused if another attempt holds it.
+            # not started. The loop hands it back (_release_unstarted); refused if another
+            # attempt holds it.
             self._results.append((running.claim, Result(error=LeaseLostBeforeStart(
                 "the lease was lost or ran out while the job waited in the local queue"))))
             self._poke()
@@ -291,24 +313,38 @@ class InFlight:
         freed = 0
         self._collect(conn, wait=False)
         while self._results:
+            if len(self._batch) >= self._batch_size:  # full: out before another row joins
+                if not flush and self._held_back():
+                    break  # the sender's answer pokes the loop; this turn claims meanwhile
+                self._flush_batch(conn, full=True)
             claim, result = self._results[0]
             running = self._held.get(claim.lease_token)
             if running is not None:  # else: handed back or abandoned meanwhile
-                if not (self._batch_size > 1 and result.error is None
-                        and self._joins(conn, running, result, now)):
+                if isinstance(result.error, LeaseLostBeforeStart):
+                    self._release_unstarted(conn, running, str(result.error))
+                elif not (self._batch_size > 1 and result.error is None
+                          and self._joins(conn, running, result, now)):
                     self._report_one(conn, running, result)
                 freed += 1
             self._results.popleft()
-        if self._batch and (flush or len(self._batch) >= self._batch_size
-                            or now >= self._batch_since + self._batch_wait):
-            if self._sender is None or flush:
-                self.flush(conn)
-            elif self._sender.batch is None:
-                self._send()
-            elif len(self._batch) >= self._batch_size:
-                self._collect(conn, wait=True)  # one batch in flight at a time
-                self._send()
+        if len(self._batch) >= self._batch_size and (flush or not self._held_back()):
+            self._flush_batch(conn, full=True)
+        if self._batch and flush:
+            self.flush(conn)
+        elif self._batch and now >= self._batch_since + self._batch_wait:
+            self._flush_batch(conn, full=False)
         return freed
+
+    def _flush_batch(self, conn: psycopg.Connection, *, full: bool) -> None:
+        """Write the batch: on the loop's connection, or (throughput mode) hand it to the
+        sender; a `full` batch waits for the one in flight, a due one for the next turn."""
+        if self._sender is None:
+            self.flush(conn)
+        elif self._sender.batch is None:
+            self._send()
+        elif full:
+            self._collect(conn, wait=True)  # one batch in flight at a time
+            self._send()
 
     def _send(self) -> None:
         """Hand the batch to the sender (throughput mode); its rows stay held until the answer."""
@@ -393,6 +429,29 @@ class InFlight:
         if result.error is not None:
             fields["error"] = one_line(result.error)
         self._log(event, **fields)
+
+    def _release_unstarted(self, conn: psycopg.Connection, running: _Running,
+                           reason: str) -> None:
+        """A job of the local queue that was never started (its lease was lost or ran out
+        while it waited): hand it back, fenced by its token; a hand-back, not a failure."""
+        claim = running.claim
+        self._recording = [claim.lease_token]
+        state = jobs.release(conn, claim, reason)
+        self._stats["statements"] += 1
+        if state is None and running.unsure:  # an earlier try's answer was lost: did it commit?
+            state = self._released(conn, claim)
+        self._recording = []
+        del self._held[claim.lease_token]
+        event = "handed-back" if state else "rejected"
+        self._stats["released" if state else "rejected"] += 1
+        self._log(event, job=claim.job_id, attempt=claim.attempt)
+
+    def _released(self, conn: psycopg.Connection, claim: jobs.Claim) -> str | None:
+        self._stats["statements"] += 1
+        for row in jobs.history(conn, claim.job_id):
+            if row["lease_token"] == claim.lease_token and row["outcome"] == "released":
+                return "released"
+        return None
 
     def flush(self, conn: psycopg.Connection) -> None:
         """Finish every batched result in one statement; each row stands on its own lease

@@ -2,7 +2,8 @@
 
 The long-running worker writes one line per event (starting, ready, claimed, finished,
 retrying, failed, rejected, lost, handed-back, abandoned, reconnecting, reconnected,
-stopping, stopped) through the logger `cachequeue.worker`; the `cachequeue worker` command
+stopping, stopped; in the throughput mode one `prefetched` line per claim statement
+instead of a `claimed` line per job) through the logger `cachequeue.worker`; the `cachequeue worker` command
 sends them to stderr with a UTC timestamp in front. Values with spaces are JSON strings, so
 `parse` can read a line back: supervisors (tests, notebooks, the chaos run) wait for events
 by reading a worker's stderr instead of sleeping.
@@ -83,9 +84,24 @@ def parse(line: str) -> dict[str, Any] | None:
 class _UTCFormatter(logging.Formatter):
     converter = time.gmtime
 
+    def __init__(self, fmt: str) -> None:
+        super().__init__(fmt)
+        self._second: int | None = None  # the second whose text _stamp holds
+        self._stamp = ""
+
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
-        return time.strftime("%Y-%m-%dT%H:%M:%S", self.converter(record.created)) + \
-            f".{int(record.msecs):03d}Z"
+        # strftime once per second, not once per line (a worker of the throughput mode
+        # writes thousands of lines a second); the handler's lock serialises format().
+        second = int(record.created)
+        if second != self._second:
+            self._stamp = time.strftime("%Y-%m-%dT%H:%M:%S", self.converter(second))
+            self._second = second
+        return f"{self._stamp}.{int(record.msecs):03d}Z"
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.exc_info or record.stack_info:  # the rare record with a traceback
+            return super().format(record)
+        return f"{self.formatTime(record)} {record.getMessage()}"
 
 
 def formatter() -> logging.Formatter:

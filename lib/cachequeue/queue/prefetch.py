@@ -10,10 +10,17 @@ local queue and batched completion, with two differences that the course insists
 
 - a job waiting in the local queue holds a lease that stays true: it is in the worker's
   held set, so every heartbeat renews it with the running ones (one statement for all);
-  a job whose lease was lost while it waited (a paused worker, a cancel) is not started;
+  a job whose lease was lost or ran out while it waited (a paused worker, a cancel) is not
+  started: it is handed back (`jobs.release`, refused if another attempt holds it), not
+  failed, so it uses up no attempt;
 - a stopping worker hands the jobs still waiting locally back at once, in one statement
   (`release_many`: each row fenced by its own lease token, as `jobs.release` is), not at
   lease expiry; only the running ones get the shutdown timeout.
+
+Every hand-back of a job that waited here counts toward the hand-back cap
+(`limits.MAX_HANDBACKS`) exactly as `jobs.release` counts it: the one that reaches the cap
+fails the job, saying why. A job that keeps being fetched ahead by workers that stop before
+they start it is not handed round for ever (tests/integration/queue/test_worker_prefetch.py).
 
 What it costs: a job waits behind up to N others of this worker (latency, and fairness
 between workers: a worker holds what another idle one could run), and a crash leaves up

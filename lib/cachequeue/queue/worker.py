@@ -413,6 +413,9 @@ class Worker:
                                      worker=self.name)
         self.stats["statements"] += 1
         self._maybe_more = len(claims) == free
+        if self._prefetch and claims:  # one line per claim statement, not per job
+            self._log("prefetched", jobs=len(claims), first_job=claims[0].job_id,
+                      last_job=claims[-1].job_id)
         for claim in claims:
             self._in_flight.start(claim, now)
 

@@ -56,6 +56,7 @@ from ..embedded import Server
 from ..queue import jobs as queue_jobs
 from ..queue import registry, schema
 from ..queue.notify import CONNECTION_ERRORS
+from ..queue.prefetch import refill_at
 from . import checks, history, variants
 from .proxy import Proxy
 from .workerproc import KIND
@@ -66,6 +67,7 @@ FAULTS = ("kill", "pause", "terminate", "restart", "cut", "blackhole", "delay")
 SCHEMA = "verify"
 _QUERIES = sqlfile.load(__package__, "driver.sql")
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Violation|Exit)\w*(:|$)")
+MAX_VERIFY_PREFETCH = 200  # jobs a worker of a verify run may fetch ahead, at most
 FINISH_MARKER = b"job_results"  # in the text of every finish statement, real or mutant
 
 
@@ -79,6 +81,7 @@ class Settings:
     policy = {"max_attempts": 3, "base": 0.2, "cap": 1.0, "jitter": "equal"}
     max_attempts = 3
     slack = 1.0  # seconds the reclaim check allows on top of lease + poll
+    prefetch_batch = 50  # the completion batch of a throughput-mode run (--prefetch)
 
 
 def _install(conn) -> None:
@@ -371,7 +374,8 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
         faults: Iterable[str] = FAULTS, per_kind: int = 2, time_limit: float = 60.0,
         fault_window: float | None = None, workdir: str | os.PathLike | None = None,
         keep: bool = False, server: Server | None = None, tenants: int = 1,
-        tenant_cap: int | None = None, probe: bool = True) -> dict[str, Any]:
+        tenant_cap: int | None = None, prefetch: int = 0,
+        probe: bool = True) -> dict[str, Any]:
     """Run one seeded verify run and check it; the result (see the module docstring).
 
     `per_kind` faults of each kind land within the first `fault_window` seconds after the
@@ -384,6 +388,9 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
     server that holds anything else, since the nemesis restarts it. The jobs belong to
     `tenants` tenants in turn; `tenant_cap` makes the workers claim fairly with that cap per
     tenant (`Worker(fair=True, tenant_cap=...)`) and the checker check it (check 8).
+    `prefetch` runs the workers in the throughput mode (`Worker(prefetch=N)`, with a
+    completion batch of `Settings.prefetch_batch`): jobs held in a local queue, completed
+    in large fenced batches by a sender thread, handed back unstarted on a graceful stop.
     `probe` runs the prober (`verify.prober`) before the fleet: every check then has its
     situation on every seed.
 
@@ -402,6 +409,10 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
     check_int(tenants, "tenants", minimum=1, maximum=1000)
     if tenant_cap is not None:
         check_int(tenant_cap, "tenant_cap", minimum=1, maximum=1000)
+    check_int(prefetch, "prefetch", minimum=0, maximum=MAX_VERIFY_PREFETCH)
+    if prefetch and tenant_cap is not None:
+        raise ValueError("prefetch and tenant_cap do not go together (the worker refuses "
+                         "prefetch with the fair claim)")
     check_seconds(time_limit, "time_limit")
     check_bool(probe, "probe")
     faults = tuple(faults)
@@ -426,6 +437,8 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
                "lease": s.lease, "poll": s.poll, "concurrency": s.concurrency,
                "batch_wait": s.batch_wait, "policy": s.policy, "seed": seed,
                "tenant_cap": tenant_cap}
+        if prefetch:
+            cfg |= {"prefetch": prefetch, "batch": s.prefetch_batch}
         rec.op("info", "run", variant=variant, seed=seed, jobs=jobs, workers=workers,
                faults=list(faults), lease=s.lease, poll=s.poll)
         fleet = _Fleet(cfg, folder, rec)
@@ -494,9 +507,12 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
         rec.close()
     (folder / "snapshot.json").write_text(json.dumps(snap, default=str), encoding="utf-8")
     ops = history.read(path)
+    # A worker of the throughput mode claims again once it holds at most
+    # concurrency + prefetch // 2 jobs (queue.prefetch.refill_at): that is its free slot.
+    slots = s.concurrency if not prefetch else refill_at(s.concurrency, prefetch) + 1
     found = checks.check(ops, snap, lease=s.lease, poll=s.poll,
                          policy=instrument_policy(s.policy), slack=s.slack,
-                         concurrency=s.concurrency, tenant_cap=tenant_cap, cut_short=cut_short)
+                         concurrency=slots, tenant_cap=tenant_cap, cut_short=cut_short)
     inconclusive = checks.unsettled(snap, cut_short) if cut_short else []
     chances = checks.opportunities(ops, snap, lease=s.lease, tenant_cap=tenant_cap)
     counts = Counter(op["f"] for op in ops if op["type"] == "info")
@@ -506,7 +522,8 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
         "faults": list(faults),
         "settings": {"lease": s.lease, "poll": s.poll, "concurrency": s.concurrency,
                      "batch_wait": s.batch_wait, "policy": s.policy, "tenants": tenants,
-                     "tenant_cap": tenant_cap},
+                     "tenant_cap": tenant_cap, "prefetch": prefetch,
+                     "batch": s.prefetch_batch if prefetch else None},
         "operations": len(ops),
         "faults_injected": {k: counts[k] for k in ("kill", "pause", "terminate", "restart",
                                                    "blackhole", "delay")}

@@ -4,7 +4,8 @@
 calls (`jobs.claim_many`, `jobs.finish`, `jobs.finish_many`, `jobs.fail`, `jobs.release`,
 `registry.beat`): each call is recorded as an `invoke`, then `ok` with what it answered, or
 `unknown` when the connection broke before the answer (and the error is raised on, for
-the worker to handle as it would). A renewal is bracketed by two readings of the database
+the worker to handle as it would); the throughput mode's `prefetch.release_many` is
+recorded as one `release` per job of its statement. A renewal is bracketed by two readings of the database
 clock (`db_before`, `db_after`), the only way to place it on that clock. `RecordingPolicy`
 records the retry delay `jobs.fail` draws. `verdicts(recorder)` turns the worker's own log
 lines (finished, rejected, retrying, ...) into `verdict` operations: what the library
@@ -19,7 +20,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..queue import fairness, jobs, registry
+from ..queue import fairness, jobs, prefetch, registry
 from ..queue.logline import LOGGER
 from ..queue.notify import CONNECTION_ERRORS
 from ..queue.retry import RetryPolicy
@@ -58,6 +59,7 @@ def install(rec: Recorder) -> None:
     """Wrap the queue's functions in this process so that every call is recorded."""
     finish, finish_many = jobs.finish, jobs.finish_many
     fail, release, beat = jobs.fail, jobs.release, registry.beat
+    release_many = prefetch.release_many
 
     def recording(claim_many):
         """A claim function (`jobs.claim_many`, `fairness.claim_fair`) that records its claims."""
@@ -132,6 +134,11 @@ def install(rec: Recorder) -> None:
     def recorded_release(conn, claim, reason):
         return reporting("release", [claim], lambda: release(conn, claim, reason), lambda a: [a])
 
+    def recorded_release_many(conn, claims, reason):
+        claims = list(claims)
+        return reporting("release", claims, lambda: release_many(conn, claims, reason),
+                         lambda a: [a.get(c.lease_token) for c in claims], {"batch": len(claims)})
+
     def recorded_beat(conn, name, claims, lease):
         claims = list(claims)
         tokens = [str(c.lease_token) for c in claims]
@@ -153,6 +160,7 @@ def install(rec: Recorder) -> None:
     fairness.claim_fair = recording(fairness.claim_fair)  # what Worker(fair=True) calls
     jobs.finish, jobs.finish_many = recorded_finish, recorded_finish_many
     jobs.fail, jobs.release = recorded_fail, recorded_release
+    prefetch.release_many = recorded_release_many  # what Worker(prefetch=N) calls on stop
     registry.beat = recorded_beat
 
 

@@ -4,7 +4,8 @@
 
 The one argument is a JSON object (written by `driver`): name, history file, variant,
 schema, url (the server, for the handler's side effect), proxy_url (the workers' way to
-the queue, through the fault proxy), lease, poll, concurrency, batch_wait, policy, seed.
+the queue, through the fault proxy), lease, poll, concurrency, batch_wait, policy, seed,
+and optionally tenant_cap (the fair claim) or prefetch and batch (the throughput mode).
 The handler (`verify_effect`) works `payload.work` seconds, fails its first
 `payload.fails` attempts (a retryable error), then applies its side effect keyed by
 `payload.key` (idempotent, `sql/driver.sql`) unless its lease was lost meanwhile.
@@ -29,7 +30,7 @@ from typing import Any
 
 from .. import db, sqlfile
 from ..queue.retry import RetryableError
-from ..queue.worker import Worker
+from ..queue.worker import BATCH, Worker
 from . import instrument, prober, variants
 from .history import Recorder
 
@@ -99,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
                     shutdown_timeout=cfg.get("shutdown_timeout", 0.5),
                     policy=instrument.RecordingPolicy(**cfg["policy"]),
                     batch_wait=cfg["batch_wait"], rng=random.Random(cfg["seed"]),
+                    prefetch=cfg.get("prefetch", 0), batch=cfg.get("batch", BATCH),
                     fair=cfg.get("tenant_cap") is not None, tenant_cap=cfg.get("tenant_cap"))
 
     def stop() -> None:

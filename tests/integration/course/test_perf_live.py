@@ -91,3 +91,47 @@ def test_machine_facts_name_the_server(conn):
     facts = perf.machine(conn, "postgresql://u:pw@127.0.0.1:5432/x")
     assert facts["cpus"] >= 1 and facts["server"] == "127.0.0.1:5432/x"
     assert facts["postgresql"]["fsync"] in ("on", "off")
+
+
+def test_throughput_mode_counts_its_statements_from_the_rows(conn, schema):
+    r = perf.throughput_mode(lambda: db.connect(schema), 200, prefetch=20, batch=20)
+    assert r["done"] == r["attempts"] == 200
+    assert r["largest_claim"] <= r["concurrency"] + 20 and r["largest_completion"] <= 20
+    assert r["claims"] <= 200 // 10 and r["completions"] >= 200 // 20
+    assert r["commits_per_job"] == (r["claims"] + r["completions"]) / 200 and r["rate"] > 0
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    ({"count": 0, "prefetch": 1, "batch": 1}, ValueError),
+    ({"count": 10, "prefetch": -1, "batch": 1}, ValueError),
+    ({"count": 10, "prefetch": 1, "batch": 0}, ValueError),
+    ({"count": "10", "prefetch": 1, "batch": 1}, TypeError),
+])
+def test_throughput_mode_refuses_bad_arguments(schema, kwargs, error):
+    with pytest.raises(error):
+        perf.throughput_mode(lambda: db.connect(schema), **kwargs)
+
+
+def test_the_lab_runs_refuse_a_schema_with_jobs_pending_and_write_nothing(conn, schema):
+    jobs.submit(conn, tenant_id=1, kind="noop", payload={})
+    with pytest.raises(ValueError, match="pending or running"):
+        perf.throughput_mode(lambda: db.connect(schema), 10, prefetch=2, batch=2)
+    with pytest.raises(ValueError, match="pending or running"):
+        perf.fence_cost(conn, 10)
+    with pytest.raises(ValueError, match="pending or running"):
+        perf.stop_with_local_queue(lambda: db.connect(schema), 3, prefetch=2)
+    assert conn.execute("SELECT count(*) FROM jobs").fetchone()[0] == 1
+
+
+def test_fence_cost_refuses_the_taken_over_row_and_leaves_nothing_running(conn):
+    r = perf.fence_cost(conn, 20)
+    assert r["refused"] == [r["taken_over"]] and r["accepted"] == 19
+    assert all(len(runs) == 3 for runs in r["runs"].values())
+    assert conn.execute("SELECT count(*) FROM jobs WHERE state <> 'done'").fetchone()[0] == 0
+
+
+def test_a_graceful_stop_hands_the_local_queue_back_at_once(schema):
+    r = perf.stop_with_local_queue(lambda: db.connect(schema), 4, prefetch=3)
+    assert r["first_turn"]["claimed"] == 4
+    assert r["stop_turn"] == {"statements": 1, "released": 3}
+    assert [j["state"] for j in r["at_end"]] == ["done", "pending", "pending", "pending"]

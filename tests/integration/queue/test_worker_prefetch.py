@@ -6,6 +6,7 @@ row, and the other rows of its batch commit). Manual clocks, as in test_worker_t
 
 import dataclasses
 import threading
+import time
 from datetime import timedelta
 
 import psycopg
@@ -125,13 +126,13 @@ def test_a_paused_worker_does_not_start_or_finish_a_job_taken_over_meanwhile(con
     assert (turn["lost"], turn["claimed"]) == (3, 0)
     handler.gate.set()
     total = h.turns_until(lambda t: t["rejected"] == 3)
-    assert total["finished"] == 0
+    assert (total["finished"], total["released"], total["failed"]) == (0, 0, 0)
     assert handler.ran == [0], "the jobs that waited past their leases were never started"
     firsts = [[(r["outcome"], r["rejected_report"]) for r in jobs.history(conn, job_id)
                if r["attempt"] == 1] for job_id in ids]
-    # Job 0 ran and its finish was refused; jobs 1 and 2 were not started: their error
-    # report (LeaseLostBeforeStart) was refused.
-    assert firsts == [[("expired", "finish")], [("expired", "fail")], [("expired", "fail")]]
+    # Job 0 ran and its finish was refused; jobs 1 and 2 were not started: the worker
+    # tried to hand them back (a hand-back, not a failure), and was refused.
+    assert firsts == [[("expired", "finish")], [("expired", None)], [("expired", None)]]
     assert states(conn, ids) == ["running"] * 3
     for c in taken:
         assert jobs.finish(conn, c, "the new holder's"), "the new holders still may"
@@ -218,3 +219,135 @@ def test_a_batch_whose_answer_was_lost_is_sent_again_and_counted_finished(
     for job_id in ids:  # sent twice, committed once: no refusal noted on the attempt
         [row] = jobs.history(conn, job_id)
         assert (row["outcome"], row["rejected_report"]) == ("done", None)
+
+
+def near_the_cap(conn, job_id):
+    """A pending job handed back MAX_HANDBACKS - 1 times already: the next hand-back is the last."""
+    conn.execute("UPDATE jobs SET attempts = %(n)s, handbacks = %(n)s WHERE id = %(id)s",
+                 {"n": jobs.MAX_HANDBACKS - 1, "id": job_id})
+
+
+def test_the_local_queue_handed_back_on_stop_counts_toward_the_hand_back_cap(conn, harness):
+    """release_many counts each hand-back as jobs.release does: the one that reaches
+    MAX_HANDBACKS fails the job, saying why; the others go back to pending."""
+    ids = submit(conn, 3)
+    near_the_cap(conn, ids[1])
+    handler = Blocking()
+    h = harness({"noop": handler}, concurrency=1, prefetch=5, shutdown_timeout=30)
+    assert h.turn()["claimed"] == 3
+    handler.wait_started()  # job 0 runs; 1 and 2 wait locally
+    h.worker.stop()
+    assert h.turn()["released"] == 2
+    assert states(conn, ids) == ["running", "failed", "pending"]
+    capped = jobs.status(conn, tenant_id=1, job_id=ids[1])
+    assert (capped.handbacks, capped.attempts) == (jobs.MAX_HANDBACKS, jobs.MAX_HANDBACKS)
+    assert capped.last_error.startswith(f"handed back {jobs.MAX_HANDBACKS} times, the most allowed")
+    assert "local queue" in capped.last_error
+    assert jobs.status(conn, tenant_id=1, job_id=ids[2]).handbacks == 1
+    handler.gate.set()
+    h.turns_until(lambda t: t["finished"] == 1)
+
+
+def test_release_many_and_release_agree_at_the_cap(conn):
+    """Two copies of the same jobs, one handed back job by job (jobs.release), one in one
+    statement (prefetch.release_many): the same states, hand-back counts and last errors."""
+    ids = submit(conn, 4)
+    for job_id in ids[1::2]:  # two just below the cap, two far from it
+        near_the_cap(conn, job_id)
+    held = jobs.claim_many(conn, 4, lease=30, worker="w")
+    one_by_one = [jobs.release(conn, c, "stop") for c in held[:2]]
+    together = prefetch.release_many(conn, held[2:], "stop")
+    assert one_by_one == ["pending", "failed"]
+    assert [together[c.lease_token] for c in held[2:]] == ["pending", "failed"]
+    rows = [jobs.status(conn, tenant_id=1, job_id=i) for i in ids]
+    assert [(r.state, r.handbacks, r.last_error) for r in rows[:2]] == \
+        [(r.state, r.handbacks, r.last_error) for r in rows[2:]]
+
+
+def test_a_job_whose_lease_ran_out_while_it_waited_is_handed_back_not_failed(conn, harness):
+    """By the worker's clock the waiting jobs' leases ran out; the database still holds
+    them: they are handed back (pending at once, no attempt used, no backoff), and the hand
+    back is counted toward the cap: a job at MAX_HANDBACKS - 1 fails, saying why."""
+    ids = submit(conn, 3, max_attempts=1)
+    near_the_cap(conn, ids[2])
+    handler = Blocking()
+    h = harness({"noop": handler}, concurrency=1, prefetch=5, lease=30)
+    assert h.turn()["claimed"] == 3
+    handler.wait_started()
+    h.clock.advance(31)  # the worker's clock only: the database's leases still run
+    handler.gate.set()
+    flight = h.worker._in_flight
+    deadline = time.monotonic() + WAIT
+    while len(flight._results) < 3:  # job 0's result, then 1 and 2 not started
+        assert time.monotonic() < deadline
+        h.worker.wait(0.1)
+    total = h.turn()
+    assert (total["released"], total["failed"], total["rejected"]) == (2, 0, 0)
+    assert handler.ran == [0]
+    # Pending at once (no backoff): the same turn's claim took job 1 again, attempt 2,
+    # and its attempt budget (max_attempts=1) is untouched: the hand-back is not counted.
+    assert total["claimed"] == 1
+    assert states(conn, ids) == ["done", "running", "failed"]
+    waited = jobs.status(conn, tenant_id=1, job_id=ids[1])
+    assert (waited.attempts, waited.handbacks, waited.max_attempts) == (2, 1, 1)
+    assert [r["outcome"] for r in jobs.history(conn, ids[1])] == ["released", None]
+    capped = jobs.status(conn, tenant_id=1, job_id=ids[2])
+    assert capped.handbacks == jobs.MAX_HANDBACKS and "local queue" in capped.last_error
+
+
+@pytest.mark.parametrize("prefetch", [0, 8])
+def test_no_completion_statement_writes_more_than_batch_rows(conn, harness, prefetch,
+                                                             monkeypatch):
+    """Results that arrive together (several handler threads, a turn that found many)
+    never make a statement larger than `batch`: a full batch goes out at once."""
+    ids = submit(conn, 23)
+    real, sizes = jobs.finish_many, []
+
+    def counted(c, results):
+        results = list(results)
+        sizes.append(len(results))
+        return real(c, results)
+
+    monkeypatch.setattr(jobs, "finish_many", counted)
+    h = harness({"noop": lambda payload: payload["n"]}, concurrency=4, prefetch=prefetch,
+                batch=5)
+
+    def drained(total):
+        h.clock.advance(BATCH_WAIT)  # every turn may flush what waits
+        return total["finished"] == 23
+
+    h.turns_until(drained)
+    assert states(conn, ids) == ["done"] * 23
+    assert sum(sizes) == 23 and max(sizes) <= 5, sizes
+
+
+def test_the_loop_goes_on_while_the_sender_is_busy(conn, harness, monkeypatch):
+    """A full batch waiting behind the one in flight does not block the loop's turn (it
+    used to wait for the sender's answer, and claimed nothing meanwhile); the results wait
+    in their queue, the loop's wait does not spin, and the answer lets everything finish."""
+    ids = submit(conn, 8)
+    gate, real = threading.Event(), jobs.finish_many
+
+    def slow_sender(c, results):
+        if threading.current_thread().name == "cachequeue-completions":
+            gate.wait(WAIT)
+        return real(c, results)
+
+    monkeypatch.setattr(jobs, "finish_many", slow_sender)
+    h = harness({"noop": lambda payload: payload["n"]}, concurrency=2, prefetch=6, batch=2)
+    flight = h.worker._in_flight
+    try:
+        deadline = time.monotonic() + WAIT
+        while not (flight._held_back() and len(flight._results) == 8 - 2 - 2):
+            assert time.monotonic() < deadline, (flight._batch, len(flight._results))
+            h.worker.wait(0.1)
+            started = time.monotonic()
+            h.turn()
+            assert time.monotonic() - started < WAIT / 3, "the turn waited for the sender"
+        # 2 in flight, 2 in the full batch, 4 results waiting: no report to take, no due
+        # batch, so the loop's wait sleeps instead of returning at once.
+        assert not flight.reports_waiting and flight.flush_due_at() is None
+    finally:
+        gate.set()
+    total = h.turns_until(lambda t: t["finished"] == 8)
+    assert total["rejected"] == 0 and states(conn, ids) == ["done"] * 8

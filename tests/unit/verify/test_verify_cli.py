@@ -17,6 +17,9 @@ from cachequeue import cli
     ["verify", "--tenants", "0"],
     ["verify", "--tenant-cap", "0"],
     ["verify", "--variant", "custom"],
+    ["verify", "--prefetch", "-1"],
+    ["verify", "--prefetch", "201"],
+    ["verify", "--prefetch", "20", "--tenant-cap", "1"],
 ])
 def test_bad_arguments_exit_2_with_one_line(argv, capsys):
     assert cli.main(argv) == 2

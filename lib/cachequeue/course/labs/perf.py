@@ -15,6 +15,14 @@ For the notebook:
 - `crash_before_flush(connect, count)`: a `queue.Worker` driven turn by turn until `count`
   results wait in its completion batch, then dropped without a flush (what a SIGKILL
   between a handler's return and the flush leaves behind);
+- `throughput_mode(connect, jobs, prefetch=, batch=)`: a `queue.Worker` of the throughput mode
+  (`prefetch`, its local queue, and a completion batch of `batch`) drains `jobs` no-op jobs
+  in this process; its rate, and its claim and completion statements counted from the rows
+  they wrote (each statement reads the database clock once), which do not depend on timing;
+- `fence_cost(conn, rows)`: the fenced completion batch beside the same statement without
+  the fence, under EXPLAIN (ANALYZE, BUFFERS), and a stale row refused within a batch;
+- `stop_with_local_queue(connect, jobs, prefetch=)`: a graceful stop of the throughput mode,
+  turn by turn: the jobs waiting in the local queue go back at once;
 - `jobs_ceiling` and `summary` do the arithmetic.
 
 For the benchmark's worker processes: `NOOP_HANDLERS` (the `noop` kind; with a `stamp` path in the
@@ -30,6 +38,7 @@ import json
 import os
 import platform
 import statistics
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -55,9 +64,11 @@ from ...localserver import shown
 from ...queue import Worker, jobs
 from ..probes import plans
 
-__all__ = ["NOOP_HANDLERS", "SLOW_HANDLERS", "SLOW_S", "claim_cost", "commit_times", "crash_before_flush", "describe_url",
+__all__ = ["NOOP_HANDLERS", "SLOW_HANDLERS", "SLOW_S", "claim_cost", "fence_cost", "commit_times", "crash_before_flush", "describe_url",
            "drain_rate", "jobs_ceiling", "load", "machine", "noop", "query", "read_stamps",
-           "recorded", "settings", "slow", "stamp", "summary", "transactions", "wait_gone",
+           "recorded", "settings", "slow", "stamp", "stop_with_local_queue", "summary",
+           "throughput_mode", "transactions",
+           "wait_gone",
            "waiting_on", "wal_fsyncs"]
 
 query = sqlfile.load(__package__, "perf.sql")
@@ -153,11 +164,13 @@ def drain_rate(conn: psycopg.Connection, count: int, *, batch: int = 1,
     check_int(count, "count", minimum=1)
     check_int(batch, "batch", minimum=1, maximum=1000)
     check_bool(progress, "progress")
+    already = conn.execute(query("unsettled_jobs").sql).fetchone()[0]
     plans.fill_pending(conn, count)
     from tqdm import tqdm  # the plain bar, on stderr (no widget in saved notebooks)
 
     done = 0
-    with tqdm(total=count, desc=f"batch={batch}", disable=not progress, leave=False) as bar:
+    with tqdm(total=count + already, desc=f"batch={batch}", disable=not progress,
+              leave=False) as bar:  # the jobs pending before are drained (and shown) too
         started = time.perf_counter()
         while True:
             if batch == 1:
@@ -174,7 +187,7 @@ def drain_rate(conn: psycopg.Connection, count: int, *, batch: int = 1,
             done += n
             bar.update(n)
         took = time.perf_counter() - started
-    if done < count:
+    if done < count + already:
         raise RuntimeError(f"drained {done} jobs, expected {count}: another worker is running")
     return done / took
 
@@ -222,6 +235,148 @@ def crash_before_flush(connect: Callable[[], psycopg.Connection], count: int, *,
     worker.abandon()
     return {"handler_runs": len(ran), "claimed": totals["claimed"],
             "finished": totals["finished"], "batches": totals["batches"]}
+
+
+MODE_JOBS = 20_000  # jobs a throughput_mode run drains, at most
+
+
+def throughput_mode(connect: Callable[[], psycopg.Connection], count: int, *, prefetch: int,
+                    batch: int, concurrency: int = 4, timeout: float = 120.0) -> dict[str, Any]:
+    """Submit `count` pending no-op jobs (one statement, not timed), drain them with one
+    `queue.Worker(prefetch=prefetch, batch=batch, concurrency=concurrency)` running in this
+    process (prefetch 0: the default mode), stop it, and return: `rate` (jobs per second,
+    from the worker's start to the last completion it saw), `claims` and `completions` (the
+    statements that claimed and finished these jobs, counted from the rows they wrote),
+    `largest_claim` / `largest_completion` (rows in the largest of each), `commits_per_job`
+    ((claims + completions) / jobs: each is one autocommit statement), `attempts` and `done`.
+    A schema with jobs pending or running already is refused (ValueError, nothing written):
+    their claims would mix with the run's."""
+    check_int(count, "count", minimum=1, maximum=MODE_JOBS)
+    check_int(prefetch, "prefetch", minimum=0, maximum=5000)
+    check_int(batch, "batch", minimum=1, maximum=5000)
+    check_int(concurrency, "concurrency", minimum=1, maximum=100)
+    check_seconds(timeout, "timeout")
+    with connect() as conn:
+        unsettled = conn.execute(query("unsettled_jobs").sql).fetchone()[0]
+        if unsettled:
+            raise ValueError(f"{unsettled} jobs are pending or running in this schema: their "
+                             "claims would mix with the run's; drain or reset it first")
+        after = conn.execute(query("last_job_id").sql).fetchone()[0]
+        plans.fill_pending(conn, count)
+    worker = Worker(connect, NOOP_HANDLERS, concurrency=concurrency, prefetch=prefetch,
+                    batch=batch, listen=False, name=f"mode-p{prefetch}-b{batch}")
+    thread = threading.Thread(target=worker.run, name="throughput-mode", daemon=True)
+    started = time.perf_counter()
+    thread.start()
+    deadline = started + timeout
+    try:
+        while worker.stats["finished"] < count:  # the loop thread's counts; read only
+            if time.perf_counter() > deadline:
+                raise TimeoutError(f"{worker.stats['finished']} of {count} jobs finished in "
+                                   f"{timeout:g} s: {dict(worker.stats)}")
+            time.sleep(0.005)
+        took = time.perf_counter() - started
+    finally:
+        worker.stop_now()
+        thread.join(timeout)
+    with connect() as conn:
+        row = conn.execute(query("mode_statements").sql, {"after": after}).fetchone()
+    claims, completions, largest_claim, largest_completion, done, attempts = row
+    return {"jobs": count, "prefetch": prefetch, "batch": batch, "concurrency": concurrency,
+            "rate": count / took, "seconds": took, "claims": claims, "completions": completions,
+            "largest_claim": largest_claim, "largest_completion": largest_completion,
+            "commits_per_job": (claims + completions) / count, "attempts": attempts,
+            "done": done}
+
+
+def fence_cost(conn: psycopg.Connection, count: int) -> dict[str, Any]:
+    """What fencing costs a completion batch of `count` rows: `count` pending jobs are
+    claimed in one statement, then the real `finish_many` (every row checked against its own
+    lease token and expiry) and the same statement with that check cut out (verify's
+    `unfenced-batch` mutant, the shape of graphile-worker's and River's batches) run under
+    EXPLAIN (ANALYZE, BUFFERS), each rolled back, alternately, three times each: the
+    shared buffers (pages) and milliseconds of each run. Then one job's lease runs out,
+    another claim takes it over, and the real `finish_many` writes the whole batch: `accepted`
+    (rows it took) and `refused` (job ids it refused). Nothing is left running."""
+    from ...verify import variants  # the mutant's text: the real statement minus the fence
+
+    check_int(count, "count", minimum=2, maximum=5000)
+    check_autocommit_idle(conn, "conn")
+    if conn.execute(query("unsettled_jobs").sql).fetchone()[0]:
+        raise ValueError("jobs are pending or running in this schema: drain or reset it first")
+    plans.fill_pending(conn, count)
+    claims = jobs.claim_many(conn, count, worker="fence-cost")
+    params = {"job_ids": [c.job_id for c in claims],
+              "lease_tokens": [c.lease_token for c in claims],
+              "outputs": ["null"] * len(claims), "schema": claims[0].schema}
+    runs: dict[str, list[dict[str, float]]] = {"fenced": [], "unfenced": []}
+    statements = {"fenced": jobs.query("finish_many").sql,
+                  "unfenced": variants.mutant_sql("finish_many_unfenced")}
+    for _ in range(3):
+        for name, text in statements.items():
+            top = plans.explain(conn, text, params, analyze=True)[0]
+            runs[name].append({"buffers": top["Plan"]["Shared Hit Blocks"]
+                               + top["Plan"]["Shared Read Blocks"],
+                               "ms": top["Execution Time"]})
+    conn.execute(query("expire_lease").sql, {"job_id": claims[0].job_id})
+    taker = jobs.claim(conn, worker="fence-cost-2")
+    written = jobs.finish_many(conn, [(c, None) for c in claims])
+    jobs.finish(conn, taker, None)
+    return {"rows": len(claims), "runs": runs, "accepted": sum(written),
+            "refused": [c.job_id for c, ok in zip(claims, written, strict=True) if not ok],
+            "taken_over": taker.job_id}
+
+
+def stop_with_local_queue(connect: Callable[[], psycopg.Connection], count: int, *,
+                          prefetch: int, timeout: float = 30.0) -> dict[str, Any]:
+    """A graceful stop in the throughput mode, turn by turn: a `queue.Worker` (concurrency
+    1, `prefetch`, no listener, a manual clock) claims `count` pending no-op jobs; its one
+    handler thread holds the first until told to go. Then `stop()`: the next turn hands the
+    jobs waiting in the local queue back at once (no clock moved, the shutdown timeout is
+    30 s), and the running one is let go and finished. Returns the first turn's and the stop
+    turn's counts, and the jobs' states and hand-back counts after each step."""
+    check_int(count, "count", minimum=2, maximum=100)
+    check_int(prefetch, "prefetch", minimum=1, maximum=100)
+    check_seconds(timeout, "timeout")
+    gate, started = threading.Event(), threading.Event()
+
+    def held(payload: Mapping[str, Any]) -> None:
+        started.set()
+        gate.wait(timeout)
+
+    with connect() as conn:
+        if conn.execute(query("unsettled_jobs").sql).fetchone()[0]:
+            raise ValueError("jobs are pending or running in this schema: drain or reset it first")
+        after = conn.execute(query("last_job_id").sql).fetchone()[0]
+        plans.fill_pending(conn, count)
+    worker = Worker(connect, {"noop": held}, concurrency=1, prefetch=prefetch, listen=False,
+                    shutdown_timeout=30.0, clock=ManualClock(), name="stop-with-local-queue")
+    try:
+        first = worker.run_once()
+        if not started.wait(timeout):
+            raise TimeoutError("the handler thread never started the first job")
+        worker.stop()
+        stop_turn = worker.run_once()
+        with connect() as conn:
+            at_stop = conn.execute(query("jobs_after").sql, {"after": after}).fetchall()
+        gate.set()
+        rest: Counter = Counter()
+        deadline = time.monotonic() + timeout
+        while not worker.finished:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the worker did not finish its running job: {rest}")
+            worker.wait(0.5)
+            rest += worker.run_once()
+    finally:
+        gate.set()
+        worker.close()
+    with connect() as conn:
+        at_end = conn.execute(query("jobs_after").sql, {"after": after}).fetchall()
+    return {"first_turn": dict(first), "stop_turn": dict(stop_turn), "rest": dict(rest),
+            "at_stop": [dict(zip(("job", "state", "attempts", "handbacks"), r, strict=True))
+                        for r in at_stop],
+            "at_end": [dict(zip(("job", "state", "attempts", "handbacks"), r, strict=True))
+                       for r in at_end]}
 
 
 # ------------------------------------------------------------------ the benchmark's worker side

@@ -49,3 +49,30 @@ SELECT wal_sync FROM pg_stat_wal;
 -- name: server_version_num
 -- The server's version as a number (180001 for 18.1).
 SELECT current_setting('server_version_num')::integer;
+
+-- name: last_job_id
+-- The highest job id so far (0 for an empty table): the jobs of a run are the ones above it.
+SELECT coalesce(max(id), 0) FROM jobs;
+
+-- name: mode_statements
+-- The claim and completion statements that moved the jobs above an id, read from the rows they wrote: each statement reads the database clock once, so its rows share one time.
+SELECT (SELECT count(DISTINCT started_at) FROM job_attempts WHERE job_id > %(after)s) AS claims,
+       (SELECT count(DISTINCT created_at) FROM job_results WHERE job_id > %(after)s) AS completions,
+       (SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM job_attempts
+                                         WHERE job_id > %(after)s GROUP BY started_at) c) AS largest_claim,
+       (SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM job_results
+                                         WHERE job_id > %(after)s GROUP BY created_at) r) AS largest_completion,
+       (SELECT count(*) FROM jobs WHERE id > %(after)s AND state = 'done') AS done,
+       (SELECT count(*) FROM job_attempts WHERE job_id > %(after)s) AS attempts;
+
+-- name: unsettled_jobs
+-- Jobs pending or running: a throughput_mode run refuses to start while there are any (their claims would mix with its own).
+SELECT count(*) FROM jobs WHERE state IN ('pending', 'running');
+
+-- name: expire_lease
+-- Let one running job's lease run out now (a holder that went silent), so another claim can take it over.
+UPDATE jobs SET locked_until = cq_now() - interval '1 second' WHERE id = %(job_id)s AND state = 'running';
+
+-- name: jobs_after
+-- The jobs above an id: state, attempts and hand-backs, in id order.
+SELECT id, state::text, attempts, handbacks FROM jobs WHERE id > %(after)s ORDER BY id;
