@@ -83,6 +83,7 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "views.fonts": (),
     "views.frames": ("00", "03", "04", "05", "07", "12"),
     "views.fencing": ("10",),
+    "views.fleetlanes": ("06",),
     "views.leases": ("03",),
     "views.perfplots": ("11", "13"),
     "views.plots": ("01", "04"),
@@ -105,5 +106,6 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
     "graders.ch01": ("01",),
     "graders.ch02": ("02",),
     "graders.ch05": ("05",),
+    "graders.ch06": ("06",),
     "graders.ch07": ("07",),
 }

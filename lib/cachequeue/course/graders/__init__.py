@@ -11,7 +11,8 @@ right answers for each (`tests/unit/course/test_graders_*.py`,
     ch01  summary_or_fallback (degrade when busy)
     ch02  key_v2 (template version and a private instruction)
     ch05  exposing_sequence (a boundary the random sequences miss)
+    ch06  send_receipt (an external effect made harmless when a job runs twice)
     ch07  missed_events (resume an event stream)
 """
 
-__all__ = ["ch00", "ch01", "ch02", "ch05", "ch07"]
+__all__ = ["ch00", "ch01", "ch02", "ch05", "ch06", "ch07"]

@@ -26,11 +26,11 @@ from . import fonts  # noqa: F401  (registers the Chinese font for the labels)
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["COLOURS", "attempts", "plot_timeline"]
+__all__ = ["COLOURS", "MARKS", "attempts", "plot_timeline"]
 
 COLOURS = {"done": "tab:green", "expired": "tab:red", "released": "tab:orange",
            "retry": "tab:olive", "failed": "black", "cancelled": "tab:gray", None: "tab:blue"}
-_MARKS = {"SIGKILL": ("X", "red"), "SIGSTOP": ("v", "tab:purple"),
+MARKS = {"SIGKILL": ("X", "red"), "SIGSTOP": ("v", "tab:purple"),
           "SIGCONT": ("^", "tab:purple"), "SIGTERM": ("s", "tab:brown"),
           "SIGINT": ("s", "tab:brown")}
 
@@ -110,7 +110,7 @@ def plot_timeline(frame: pd.DataFrame, marks: Iterable[dict[str, Any]] = (), *,
             ax.axvline(m["t"], color="gray", linestyle="--", linewidth=1)
             ax.text(m["t"], len(lanes) - 0.45, f" {m['signal']}", fontsize=8, color="gray")
         else:
-            shape, colour = _MARKS.get(m["signal"], ("o", "gray"))
+            shape, colour = MARKS.get(m["signal"], ("o", "gray"))
             # Pauses below the lane, the rest above, so a SIGCONT and a SIGTERM sent
             # moments apart stay visible.
             offset = -0.42 if m["signal"] in ("SIGSTOP", "SIGCONT") else 0.42
@@ -128,7 +128,7 @@ def plot_timeline(frame: pd.DataFrame, marks: Iterable[dict[str, Any]] = (), *,
         handles.append(Line2D([], [], marker="x", color="black", linestyle="none",
                               label="被拒绝的迟到报告"))
     for signal in dict.fromkeys(m["signal"] for m in marks if m["worker"] is not None):
-        shape, colour = _MARKS.get(signal, ("o", "gray"))
+        shape, colour = MARKS.get(signal, ("o", "gray"))
         handles.append(Line2D([], [], marker=shape, color=colour, linestyle="none", label=signal))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     fig.tight_layout()
