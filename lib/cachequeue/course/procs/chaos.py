@@ -41,9 +41,36 @@ from .. import chapter
 from ..app import effects
 from .fleet import Fleet, WorkerProcess
 
-__all__ = ["failures", "patience", "run"]
+__all__ = ["MEANINGS", "explained", "failures", "patience", "run"]
 
 _QUERIES = sqlfile.load(__package__, "chaos.sql")
+
+MEANINGS = {
+    "jobs": "提交的任务数",
+    "done": "以 done 结束的任务数",
+    "lost": "没有结果行的任务（丢失）",
+    "duplicates": "结果行不止一行的任务（重复）",
+    "stuck_running": "停在 running 的任务",
+    "not_one_finished_attempt": "以 done 结束的尝试不是恰好一次的任务",
+    "results_not_of_their_attempt": "结果行的令牌不属于以 done 结束的那次尝试的任务",
+    "outputs_not_of_their_attempt": "输出里处理函数写下的令牌与结果行的令牌不同的任务",
+    "not_one_charge": "扣款记账不是恰好一笔的任务",
+    "handler_runs": "处理函数一共运行的次数（含被杀、被接手的执行）",
+    "attempts": "尝试记录的总数",
+    "open_attempts": "没有关闭的尝试",
+    "expired_attempts": "因租约到期而结束的尝试",
+    "released_attempts": "被交还的尝试",
+    "stale_reports_rejected": "带着失效令牌、被拒绝的迟到报告",
+}
+"""What each key of a run's verdict counts (every count is read from the tables)."""
+
+def explained(verdict: dict[str, Any], keys: Any = None) -> list[tuple[str, int, str]]:
+    """(key, count, meaning) for `keys` of a verdict (default: all of MEANINGS, in order)."""
+    chosen = list(MEANINGS) if keys is None else list(keys)
+    unknown = [k for k in chosen if k not in MEANINGS or k not in verdict]
+    if unknown:
+        raise ValueError(f"not keys of a chaos verdict: {unknown}")
+    return [(k, verdict[k], MEANINGS[k]) for k in chosen]
 SCHEMA = "chaos"
 LONG = (0.3, 0.6)  # seconds of work of a long job (one in five): what a SIGSTOP interrupts
 SHORT = (0.005, 0.04)

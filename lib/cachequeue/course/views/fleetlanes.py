@@ -33,15 +33,14 @@ from matplotlib.patches import Patch
 from ... import sqlfile
 from ...checks import check_instance, check_text
 from . import fonts  # noqa: F401  (registers the Chinese font for the labels)
-from .timeline import COLOURS, MARKS
+from .timeline import COLOURS, LABELS, MARKS
 
 __all__ = ["OUTCOMES", "Attempt", "Story", "plot", "record", "story", "takeovers"]
 
 MAX_JOBS = 100
 """A lease timeline is about a few jobs; more would not be readable."""
 
-OUTCOMES = {"done": "完成", "expired": "租约过期", "released": "交还", "retry": "失败，待重试",
-            "failed": "失败", "cancelled": "取消", None: "进行中"}
+OUTCOMES = LABELS
 """The Chinese legend of an attempt's outcome (the colours are timeline.COLOURS)."""
 
 
