@@ -33,15 +33,20 @@ from matplotlib.patches import Patch
 from ... import sqlfile
 from ...checks import check_instance, check_text
 from . import fonts  # noqa: F401  (registers the Chinese font for the labels)
-from .timeline import COLOURS, LABELS, MARKS
+from .timeline import COLOURS
 
 __all__ = ["OUTCOMES", "Attempt", "Story", "plot", "record", "story", "takeovers"]
 
 MAX_JOBS = 100
 """A lease timeline is about a few jobs; more would not be readable."""
 
-OUTCOMES = LABELS
+OUTCOMES = {"done": "完成", "expired": "租约过期", "released": "交还", "retry": "失败，待重试",
+            "failed": "失败", "cancelled": "取消", None: "进行中"}
 """The Chinese legend of an attempt's outcome (the colours are timeline.COLOURS)."""
+
+MARKS = {"SIGKILL": ("X", "red"), "SIGSTOP": ("v", "tab:purple"), "SIGCONT": ("^", "tab:purple"),
+         "SIGTERM": ("s", "tab:brown"), "SIGINT": ("s", "tab:brown")}
+"""A signal's marker and colour, as in the chapter's whole timeline (timeline.plot_timeline)."""
 
 
 @dataclass(frozen=True)
@@ -182,7 +187,8 @@ def plot(run: Story, marks: Iterable[dict[str, Any]] = (), *, title: str,
                            facecolors=colour, alpha=0.18, edgecolor=colour, linewidth=0.8)
         ax.broken_barh([(a.start, max(end - a.start, span / 300))], (y - 0.12, 0.24),
                        facecolors=colour, edgecolor="none")
-        ax.text(a.start, y + 0.36, f"#{a.job_id}·{a.attempt}", fontsize=7, va="bottom")
+        ax.text(a.start + span / 200, y - 0.3, f"任务 {a.job_id} 第 {a.attempt} 次", fontsize=6.5,
+                va="bottom", color="dimgray")
         for at, _ in a.renewals:
             ax.plot([at, at], [y + 0.14, y + 0.3], color="tab:green", linewidth=1)
         if a.rejected_at is not None:

@@ -26,14 +26,11 @@ from . import fonts  # noqa: F401  (registers the Chinese font for the labels)
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["COLOURS", "LABELS", "MARKS", "attempts", "plot_timeline"]
+__all__ = ["COLOURS", "attempts", "plot_timeline"]
 
 COLOURS = {"done": "tab:green", "expired": "tab:red", "released": "tab:orange",
            "retry": "tab:olive", "failed": "black", "cancelled": "tab:gray", None: "tab:blue"}
-LABELS = {"done": "完成", "expired": "租约过期", "released": "交还", "retry": "失败，待重试",
-          "failed": "失败", "cancelled": "取消", None: "进行中"}
-"""The Chinese legend of an attempt's outcome, in every figure of the chapter."""
-MARKS = {"SIGKILL": ("X", "red"), "SIGSTOP": ("v", "tab:purple"),
+_MARKS = {"SIGKILL": ("X", "red"), "SIGSTOP": ("v", "tab:purple"),
           "SIGCONT": ("^", "tab:purple"), "SIGTERM": ("s", "tab:brown"),
           "SIGINT": ("s", "tab:brown")}
 
@@ -113,7 +110,7 @@ def plot_timeline(frame: pd.DataFrame, marks: Iterable[dict[str, Any]] = (), *,
             ax.axvline(m["t"], color="gray", linestyle="--", linewidth=1)
             ax.text(m["t"], len(lanes) - 0.45, f" {m['signal']}", fontsize=8, color="gray")
         else:
-            shape, colour = MARKS.get(m["signal"], ("o", "gray"))
+            shape, colour = _MARKS.get(m["signal"], ("o", "gray"))
             # Pauses below the lane, the rest above, so a SIGCONT and a SIGTERM sent
             # moments apart stay visible.
             offset = -0.42 if m["signal"] in ("SIGSTOP", "SIGCONT") else 0.42
@@ -126,12 +123,12 @@ def plot_timeline(frame: pd.DataFrame, marks: Iterable[dict[str, Any]] = (), *,
     ax.grid(True, axis="x", alpha=0.3)
     outcomes = {_value(o) for o in frame["outcome"]}
     present = [o for o in COLOURS if o in outcomes]
-    handles = [Patch(color=COLOURS[o], label=LABELS[o]) for o in present]
+    handles = [Patch(color=COLOURS[o], label=o or "running") for o in present]
     if any(_value(t) is not None for t in frame["rejected_at"]):
         handles.append(Line2D([], [], marker="x", color="black", linestyle="none",
                               label="被拒绝的迟到报告"))
     for signal in dict.fromkeys(m["signal"] for m in marks if m["worker"] is not None):
-        shape, colour = MARKS.get(signal, ("o", "gray"))
+        shape, colour = _MARKS.get(signal, ("o", "gray"))
         handles.append(Line2D([], [], marker=shape, color=colour, linestyle="none", label=signal))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     fig.tight_layout()
