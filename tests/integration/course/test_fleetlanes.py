@@ -45,6 +45,7 @@ def test_claims_renewals_takeover_and_refused_report(conn):
     assert fleetlanes.takeovers(run) == [{"job": job, "old": "a", "new": "b", "outcome": "expired",
                                           "lease_end": 20.0, "old_end": 20.0, "at": 22.0}]
     assert [a.attempt for a in run.worker("a")] == [1]
+    assert fleetlanes.story(conn, since) == run  # every job since the instant: this one
     assert run.seconds(since + timedelta(seconds=1.5)) == 1.5
     marks = [{"at": since + timedelta(seconds=21), "worker": "a", "signal": "SIGKILL"},
              {"at": since - timedelta(seconds=1), "worker": "a", "signal": "SIGSTOP"}]

@@ -112,12 +112,16 @@ def _job_ids(jobs: Iterable[int]) -> list[int]:
     return ids
 
 
-def story(conn: psycopg.Connection, since: datetime, jobs: Iterable[int]) -> Story:
-    """The attempts of `jobs` started since `since`, each with the leases it was given."""
+def story(conn: psycopg.Connection, since: datetime, jobs: Iterable[int] | None = None) -> Story:
+    """The attempts of `jobs` started since `since`, each with the leases it was given;
+    jobs None: every job with an attempt since `since` (ValueError if more than MAX_JOBS)."""
     check_instance(conn, "conn", psycopg.Connection)
     check_instance(since, "since", datetime)
-    ids = _job_ids(jobs)
     queries = sqlfile.load(__package__, "fleetlanes.sql")
+    if jobs is None:
+        jobs = [row[0] for row in conn.execute(queries["jobs_since"].sql,
+                                               {"since": since, "limit": MAX_JOBS + 1})]
+    ids = _job_ids(jobs)
     params = {"jobs": ids, "since": since}
 
     def seconds(value: datetime | None) -> float | None:
@@ -176,7 +180,7 @@ def plot(run: Story, marks: Iterable[dict[str, Any]] = (), *, title: str,
     first = min([a.start for a in run.attempts] + [m["t"] for m in marks])
     span = max(last - first, 1e-3)
 
-    fig = Figure(figsize=(7.5, 0.75 * len(order) + 1.9))
+    fig = Figure(figsize=(7.5, (0.75 if len(order) <= 6 else 0.5) * len(order) + 1.9))
     ax = fig.subplots()
     for a in run.attempts:
         y = row[a.worker or "?"]

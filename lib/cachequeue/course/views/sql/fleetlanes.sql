@@ -39,3 +39,11 @@ SELECT job_id, attempt, worker, started_at, finished_at, outcome, rejected_repor
 FROM job_attempts
 WHERE job_id = ANY(%(jobs)s) AND started_at >= %(since)s
 ORDER BY started_at, job_id, attempt;
+
+-- name: jobs_since
+-- The jobs with an attempt started since an instant (at most a bound more than the caller allows).
+SELECT DISTINCT job_id
+FROM job_attempts
+WHERE started_at >= %(since)s
+ORDER BY job_id
+LIMIT %(limit)s;
