@@ -37,3 +37,9 @@ def test_the_verdict_explained_key_by_key():
     assert [key for key, _, _ in chaos.explained(verdict)] == list(chaos.MEANINGS)
     with pytest.raises(ValueError, match="not keys"):
         chaos.explained(verdict, ["lost", "secret"])
+
+
+@pytest.mark.parametrize("long", [(2.0, 1.0), (0, 1.0), (1.0, 60.0), [1.0, 2.0], (1.0,)])
+def test_a_long_job_range_is_checked_before_anything_starts(long):
+    with pytest.raises((ValueError, TypeError)):
+        chaos.run(jobs=20, long=long)

@@ -128,16 +128,21 @@ class _Monitor:
 def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, stops: int = 8,
         restarts: int = 1, concurrency: int = 2, lease: float = 1.0, poll: float = 0.1,
         restart_mode: str = "immediate", time_limit: float = 600.0, batch: int = 100,
-        batch_wait: float = 0.45, flush_kills: int = 0,
+        batch_wait: float = 0.45, flush_kills: int = 0, long: tuple[float, float] = LONG,
         progress: bool = False) -> dict[str, Any]:
     """Run the chaos experiment (see the module docstring) and return its result.
-    `flush_kills` (batching only) are planned, carried out and reported only when > 0."""
+    `flush_kills` (batching only) are planned, carried out and reported only when > 0.
+    `long` is the range of a long job's seconds of work: the window a SIGSTOP must land in
+    (and `batch_wait` the window of a flush kill); a busy machine needs them wider."""
     check_int(jobs, "jobs", minimum=20)
     check_int(workers, "workers", minimum=2)
     check_seconds(time_limit, "time_limit")
     check_int(batch, "batch", minimum=1)
     check_seconds(batch_wait, "batch_wait", allow_zero=True)
     check_int(flush_kills, "flush_kills", minimum=0)
+    if (not isinstance(long, tuple) or len(long) != 2
+            or not 0 < check_seconds(long[0], "long[0]") <= check_seconds(long[1], "long[1]") <= 30):
+        raise ValueError(f"long is (shortest, longest) seconds of a long job, 0 < a <= b <= 30, got {long!r}")
     if flush_kills and batch == 1:
         raise ValueError("flush_kills need batching (batch > 1): without it there is no flush")
     rng = random.Random(seed)
@@ -156,7 +161,7 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
             with conn.transaction():
                 for n in range(jobs):
                     slow = rng.random() < 0.2
-                    work = rng.uniform(*(LONG if slow else SHORT))
+                    work = rng.uniform(*(long if slow else SHORT))
                     job_id = _submit(conn, n, work)
                     if slow:
                         long_jobs.add(job_id)
