@@ -160,10 +160,20 @@ def _lanes(run: Story, marks: Sequence[dict[str, Any]]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _used(a: Attempt) -> float | None:
+    """Where the lease window is drawn filled to: its last end, or the attempt's end if the
+    attempt ended first (a finish or a hand-back gives the lease up; the rest is unused)."""
+    if a.lease_end is None or a.end is None:
+        return a.lease_end
+    return min(a.lease_end, a.end)
+
+
 def plot(run: Story, marks: Iterable[dict[str, Any]] = (), *, title: str,
-         lanes: Sequence[str] | None = None) -> Figure:
+         lanes: Sequence[str] | None = None, labels: bool = True) -> Figure:
     """The figure of the module docstring. `marks` are Fleet.marks (those before the story's
-    `since`, and those of workers not in `lanes` when it is given, are left out)."""
+    `since`, and those of workers not in `lanes` when it is given, are left out). A lease
+    given up before its end shows the unused rest as a dashed outline (not counted in the
+    time axis); `labels` writes each attempt's job and number under it."""
     check_instance(run, "run", Story)
     check_text(title, "title")
     if not run.attempts:
@@ -175,7 +185,7 @@ def plot(run: Story, marks: Iterable[dict[str, Any]] = (), *, title: str,
     if unknown:
         raise ValueError(f"attempts of workers not in lanes: {sorted(unknown)}")
     row = {name: len(order) - 1 - i for i, name in enumerate(order)}
-    ends = [t for a in run.attempts for t in (a.end, a.lease_end, a.rejected_at) if t is not None]
+    ends = [t for a in run.attempts for t in (a.end, _used(a), a.rejected_at) if t is not None]
     last = max(ends + [a.start for a in run.attempts] + [m["t"] for m in marks])
     first = min([a.start for a in run.attempts] + [m["t"] for m in marks])
     span = max(last - first, 1e-3)
@@ -186,13 +196,18 @@ def plot(run: Story, marks: Iterable[dict[str, Any]] = (), *, title: str,
         y = row[a.worker or "?"]
         colour = COLOURS.get(a.outcome, "tab:blue")
         end = last if a.end is None else a.end
-        if a.lease_end is not None:  # the lease window: the claim to the last end it was given
-            ax.broken_barh([(a.start, max(a.lease_end - a.start, span / 300))], (y - 0.32, 0.64),
+        used = _used(a)
+        if used is not None:  # the lease window: the claim to the last end it was given
+            ax.broken_barh([(a.start, max(used - a.start, span / 300))], (y - 0.32, 0.64),
                            facecolors=colour, alpha=0.18, edgecolor=colour, linewidth=0.8)
+            if a.lease_end is not None and a.lease_end > used:  # given up before its end
+                ax.broken_barh([(used, a.lease_end - used)], (y - 0.32, 0.64), facecolors="none",
+                               edgecolor=colour, linewidth=0.8, linestyle="--", alpha=0.6)
         ax.broken_barh([(a.start, max(end - a.start, span / 300))], (y - 0.12, 0.24),
                        facecolors=colour, edgecolor="none")
-        ax.text(a.start + span / 200, y - 0.3, f"任务 {a.job_id} 第 {a.attempt} 次", fontsize=6.5,
-                va="bottom", color="dimgray")
+        if labels:
+            ax.text(a.start + span / 200, y - 0.3, f"任务 {a.job_id} 第 {a.attempt} 次",
+                    fontsize=6.5, va="bottom", color="dimgray")
         for at, _ in a.renewals:
             ax.plot([at, at], [y + 0.14, y + 0.3], color="tab:green", linewidth=1)
         if a.rejected_at is not None:
@@ -223,6 +238,9 @@ def plot(run: Story, marks: Iterable[dict[str, Any]] = (), *, title: str,
 
     outcomes = list(dict.fromkeys(a.outcome for a in run.attempts))
     handles: list[Any] = [Patch(facecolor="gray", alpha=0.18, edgecolor="gray", label="租约窗口"),
+                          *([Patch(facecolor="none", edgecolor="gray", linestyle="--",
+                                   label="交出时未用完的租约")]
+                            if any(_used(a) != a.lease_end for a in run.attempts) else []),
                           *[Patch(color=COLOURS.get(o, "tab:blue"), label=f"尝试：{OUTCOMES.get(o, o)}")
                             for o in outcomes]]
     if any(a.renewals for a in run.attempts):
