@@ -103,7 +103,7 @@ def test_a_quote_is_matched_with_the_values_the_check_formats():
 
 
 def _grader_sources(cells: list[str]) -> list[str]:
-    """The source of each library grader a check cell calls (`claimcheck.check(...)`,
+    """The source of each library grader a check cell calls (`ch03.check_claim_one(...)`,
     `ch01.check_summary_or_fallback(...)`, a module of cachequeue.course): the messages it
     raises are the ones the check prints."""
     from cachequeue import course

@@ -3,7 +3,9 @@
 Its parts, and the one rule between them (tests/unit/test_layout.py enforces it):
 
     cachequeue/            the ground floor: errors, clock, checks, db, embedded,
-                           embedded_redis (with localserver), servers, sqlfile
+                           embedded_redis (with localserver), servers, sqlfile,
+                           lanes + laneshtml (the one drawing vocabulary of the
+                           course's timelines and verify's witness)
         cache/             the in-process loading cache and cache keys      (production-shaped)
         queue/             the PostgreSQL job queue and its worker          (production-shaped)
         shared/            Redis: lock with fencing tokens, shared cache    (production-shaped)

@@ -11,7 +11,7 @@ stdout: the run's settings and figures and `violations`, a list whose items have
 operations and rows that prove it). `--variant` picks a named mutant instead of the real
 queue (`verify.variants.MUTANTS`). `--keep DIR` keeps the history (JSON lines), the
 snapshot, the workers' logs and the run's timeline (timeline.png, the first violation's
-witness in red) in DIR. Before the fleet, the prober (`verify.prober`) walks its own jobs
+witness in red, and timeline.html, the same lanes zoomable offline) in DIR. Before the fleet, the prober (`verify.prober`) walks its own jobs
 through the situation of every check; after the nemesis, the workers drain until every job
 settled or the time limit passed. The document also has `verdict` (pass, violations,
 inconclusive), `opportunities` (per check, how many situations it judged) and

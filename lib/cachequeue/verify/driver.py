@@ -540,6 +540,7 @@ def run(*, variant: str = variants.REAL, seed: int = 1, jobs: int = 60, workers:
         fig = timeline.figure(ops, snap, found[0] if found else None)
         fig.savefig(folder / "timeline.png", dpi=110)
         result["timeline"] = str(folder / "timeline.png")
+        timeline.save_html(ops, snap, found[0] if found else None, folder / "timeline.html")
     if own_dir and not keep:
         import shutil
         shutil.rmtree(folder, ignore_errors=True)

@@ -30,7 +30,7 @@ def test_the_track_keeps_order_holds_and_refusals():
 def test_the_figure_has_a_lane_per_holder_and_a_marker_per_write():
     fig = fencing.plot_fencing(kleppmann())
     ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["持有者 A", "持有者 B"]
+    assert [t.get_text() for t in reversed(ax.get_yticklabels())] == ["持有者 A", "持有者 B"]
     texts = [t.get_text() for t in ax.texts]
     assert "写入被拒绝（令牌 1）" in texts and "写入被接受（令牌 2）" in texts
     assert len(ax.patches) == 2  # two holds
@@ -60,5 +60,5 @@ def test_a_fault_ends_every_open_hold_and_is_a_line_across_the_lanes():
     assert track.holds() == {"B": [(0.0, 2.0, 2)], "C": [(3.0, 5.0, 1)]}
     assert track.refused() == [("C", 1)]
     ax = fencing.plot_fencing(track).axes[0]
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["持有者 B", "持有者 C"]
+    assert [t.get_text() for t in reversed(ax.get_yticklabels())] == ["持有者 B", "持有者 C"]
     assert "Redis 重启" in [t.get_text() for t in ax.texts]

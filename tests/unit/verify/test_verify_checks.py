@@ -4,6 +4,7 @@ naming its check and giving the few operations that prove it."""
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
@@ -331,13 +332,13 @@ def test_the_timeline_draws_one_bar_per_attempt_and_the_witness_in_red(tmp_path)
     snap["attempts"][0].update(finished_at=None, outcome=None)  # left open: a violation
     (violation,) = [v for v in run(ops, snap) if v.check == "lease-overlap"]
     ax = timeline.figure(ops, snap, violation).axes[0]
-    bars = [p for p in ax.patches if p.get_gid() == "attempt"]
+    bars = [p for p in ax.patches if p.get_gid() == "span"]
     assert len(bars) == 2
     assert all(b.get_linewidth() > 0 for b in bars)  # both attempts are in the witness
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["w1", "w2"]
+    assert [t.get_text() for t in reversed(ax.get_yticklabels())] == ["w1", "w2"]  # top down
     assert "lease-overlap" in ax.get_title()
     plain = timeline.figure(ops, snap).axes[0]
-    assert not any(p.get_linewidth() > 0 for p in plain.patches if p.get_gid() == "attempt")
+    assert not any(p.get_linewidth() > 0 for p in plain.patches if p.get_gid() == "span")
     fig = timeline.figure(ops, snap, violation)
     fig.savefig(tmp_path / "t.png")
     assert (tmp_path / "t.png").stat().st_size > 1000
@@ -444,3 +445,41 @@ def test_a_job_never_claimed_is_no_trouble_for_the_reclaim_check():
             op("ok", "cancel", 0.2, "probe", call="p:1", job=2, outcome="accepted"),
             op("info", "kill", 0.4, "driver", target="w1")]
     assert [v for v in run(ops, snap) if v.check != "reclaim"] == []
+
+
+def test_the_witness_figure_shows_only_the_witness_and_marks_the_stale_report():
+    ops, snap = good()
+    ops += report("fail", 0.8, A1, 1, delay=0.1)  # attempt 1 reports again, after attempt 2
+    (violation,) = [v for v in run(ops, snap) if v.check == "stale-accepted"]
+    shown = timeline.witness_chart(ops, snap, violation)
+    assert shown.order() == ["w1", "w2"] and "stale-accepted" in shown.title
+    assert {s.highlight for s in shown.spans if s.lane == "w1"} == {True}
+    late = [m for m in shown.marks if m.lane == "w1" and m.at > 0.75]
+    assert [(m.kind, m.label) for m in late] == [("late", "报告失败：迟到却被接受")], \
+        "the stale report that was accepted is drawn where it happened"
+    claims = sorted((m.lane, round(m.at, 3)) for m in shown.marks if m.kind == "claim")
+    assert claims == [("w1", 0.1), ("w2", 0.5)]
+    ops[-1]["outcome"] = "rejected"
+    refused = timeline.witness_chart(ops, snap, violation)
+    assert [m.kind for m in refused.marks if m.at > 0.75] == ["refused"]
+    fig = timeline.witness_figure(ops, snap, violation.as_dict())  # a dict from the JSON too
+    assert "stale-accepted" in fig.axes[0].get_title()
+    with pytest.raises(ValueError, match="give a violation"):
+        timeline.witness_chart(ops, snap, None)
+
+
+def test_a_kept_run_is_read_back_from_its_folder(tmp_path):
+    ops, snap = good()
+    (tmp_path / "history.jsonl").write_text("".join(json.dumps(o) + "\n" for o in ops))
+    (tmp_path / "snapshot.json").write_text(json.dumps(snap))
+    assert timeline.kept({"history": str(tmp_path / "history.jsonl")}) == (ops, snap)
+    assert timeline.kept(tmp_path) == (ops, snap)
+    with pytest.raises(ValueError, match="not kept"):
+        timeline.kept({"violations": []})
+
+
+def test_the_timeline_page_is_offline_html_with_every_attempt(tmp_path):
+    ops, snap = good()
+    page = timeline.save_html(ops, snap, None, tmp_path / "timeline.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "http" not in page
+    assert page.count('class="span ') == len(snap["attempts"])

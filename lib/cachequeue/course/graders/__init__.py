@@ -10,9 +10,15 @@ right answers for each (`tests/unit/course/test_graders_*.py`,
     ch00  advance_both (the two clocks)
     ch01  summary_or_fallback (degrade when busy)
     ch02  key_v2 (template version and a private instruction)
+    ch03  claim_one (the one-statement claim, run by two sessions)
+    ch04  run_rounds (retries with a capped backoff, and a permanent failure)
     ch05  exposing_sequence (a boundary the random sequences miss)
     ch06  send_receipt (an external effect made harmless when a job runs twice)
     ch07  missed_events (resume an event stream)
+    ch10  extend (renew a Redis lock only while still its owner)
+    ch11  stops_growing (the batch size where throughput stops growing)
+    ch12  check_step (the capstone's seven steps, on labs.capstone's probes)
+    ch13  handle (acknowledge a delivery only after its fenced write)
 """
 
-__all__ = ["ch00", "ch01", "ch02", "ch05", "ch06", "ch07"]
+__all__ = ["ch00", "ch01", "ch02", "ch03", "ch04", "ch05", "ch06", "ch07", "ch10", "ch11", "ch12", "ch13"]

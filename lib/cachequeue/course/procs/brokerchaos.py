@@ -28,6 +28,7 @@ import os
 import random
 import time
 from collections import Counter
+from datetime import UTC, datetime
 from typing import Any
 
 from ... import db, embedded, embedded_nats, sqlfile
@@ -42,6 +43,7 @@ _QUERIES = sqlfile.load(__package__, "brokerchaos.sql")
 SCHEMA = "chaos_nats"
 HANDLERS_SPEC = f"{__name__}:HANDLERS"
 LONG, SHORT = (0.3, 0.6), (0.005, 0.04)
+_RECORDED = ("started", "finished", "stale", "redone", "retrying", "dead", "handed-back")
 
 
 def work(payload: dict[str, Any]) -> dict[str, int]:
@@ -110,8 +112,10 @@ def _in_a_long_job(fleet: Fleet, live: list[WorkerProcess], long_jobs: set[int],
 
 def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, stops: int = 8,
         restarts: int = 1, concurrency: int = 2, lease: float = 1.0,
-        time_limit: float = 600.0) -> dict[str, Any]:
-    """Run the chaos experiment (see the module docstring) and return its result."""
+        time_limit: float = 600.0, record: bool = False) -> dict[str, Any]:
+    """Run the chaos experiment (see the module docstring) and return its result; with
+    `record`, also its `timeline`: the workers' delivery events and the signals and broker
+    restarts, with their times (what `views.redelivery.chaos_chart` draws)."""
     check_int(jobs, "jobs", minimum=20)
     check_int(workers, "workers", minimum=2)
     check_int(kills, "kills", minimum=0)
@@ -143,6 +147,7 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
                     if slow:
                         long_jobs.add(seq)
             generation: Counter = Counter()
+            restarted: list[tuple[datetime, datetime]] = []
             live = [fleet.start(f"w{slot}", **options) for slot in range(1, workers + 1)]
             paused: list[tuple[WorkerProcess, float]] = []
             done = 0
@@ -169,8 +174,10 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
                 if plan and done >= plan[0][0]:
                     action = plan.pop(0)[1]
                     if action == "restart":
+                        killed_at = datetime.now(UTC)
                         broker.kill()
                         broker.start()
+                        restarted.append((killed_at, datetime.now(UTC)))
                     elif action == "kill":
                         victim = rng.choice(live)
                         with contextlib.suppress(TimeoutError):  # none in time: act anyway
@@ -208,7 +215,7 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
     events = [e for w in fleet.workers.values() for e in w.events]
     logged = Counter(e["event"] for e in events)
     refused = sum(e["event"] == "stale" and e.get("refused") == "result" for e in events)
-    return {
+    result = {
         "broker": "nats", "seed": seed, "jobs": jobs, "workers": workers,
         "concurrency": concurrency, "lease_s": lease,
         "planned": {"kills": kills, "stops": stops, "restarts": restarts},
@@ -222,6 +229,15 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
                                           "handed-back", "reconnecting", "reconnected",
                                           "fetch-failed", "ack-failed", "dead")},
     }
+    if record:
+        result["timeline"] = {
+            "events": [{k: e.get(k) for k in ("time", "worker", "event", "seq", "delivery",
+                                               "refused")}
+                       for e in events if e["event"] in _RECORDED],
+            "signals": [{"at": m["at"].isoformat(), "worker": m["worker"], "signal": m["signal"]}
+                        for m in fleet.marks],
+            "restarts": [[a.isoformat(), b.isoformat()] for a, b in restarted]}
+    return result
 
 
 def failures(result: dict[str, Any]) -> list[str]:

@@ -6,13 +6,15 @@
 - `claimflow`: The parts of a statement written as CTEs (`WITH a AS (...), b AS (...) ...`) and which part reads which, drawn as a data-flow graph.
 - `claimrace`: The claim race as two lanes (workers a and b): which statement each sent, in which order, and what it got.
 - `coalescing`: Concurrent readers of one cold key and the one load they share, recorded and drawn.
-- `eventlanes`: Lanes on one time axis (spans and marks from a run's recorded events), one colour per kind.
+- `eventlanes`: Lanes on one time axis (spans and marks from a run's recorded events), one colour per kind: the room's name for `cachequeue.lanes`, the course's one drawing vocabulary.
 - `fencing`: Kleppmann's timeline as it ran: two lock holders, the pause, the tokens, the refused write.
 - `fonts`: Chinese text in matplotlib figures, on any laptop, without installing a font.
+- `interactive`: A lane chart as an interactive view in a notebook (offline HTML: zoom, pan, hover), beside its static image.
 - `frames`: Queue state as pandas DataFrames: jobs, attempts, and simulated retry schedules.
 - `leases`: A lease timeline: per worker, the lease it held as a bar, renewals, the takeover, refused reports.
 - `perfplots`: Figures of chapter 11 (performance and scale), drawn from recorded benchmark runs (`perf.load`).
 - `plots`: Matplotlib figures for the notebooks, labelled in Chinese. Each function returns its Figure.
+- `redelivery`: A broker's redelivery as it ran: the stuck consumer, the takeover, the stale ack; chapter 13's chaos run as lanes.
 - `scrapes`: Prometheus scrapes as DataFrames, and what Prometheus computes from two of them.
 - `servicestory`: One request's life through the HTTP service on one time axis (chapter 07).
 - `sharedload`: Readers who share one load: each reader's wait as a bar, the one load beneath them with its steps.
@@ -22,4 +24,4 @@
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = ["attempts", "backfill", "backoff", "claimflow", "claimrace", "coalescing", "eventlanes", "fencing", "fonts", "frames", "leases", "perfplots", "plots", "scrapes", "servicestory", "sharedload", "states", "timeline"]
+__all__ = ["attempts", "backfill", "backoff", "claimflow", "claimrace", "coalescing", "eventlanes", "fencing", "fonts", "frames", "interactive", "leases", "perfplots", "plots", "redelivery", "scrapes", "servicestory", "sharedload", "states", "timeline"]

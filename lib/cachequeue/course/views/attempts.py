@@ -8,8 +8,8 @@
 database clock). The figure has one lane per worker: the lease window of each attempt as a
 bar (claim to claim + `lease`), a star where the attempt ran the handler (the side effect,
 e.g. a model call: a handler runs right after its claim), a filled circle where the result
-was stored, and an X where a late report was refused. The cell asserts the facts the
-figure shows.
+was stored, and an X where a late report was refused: the course's one vocabulary
+(`views.eventlanes`). The cell asserts the facts the figure shows.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from ...checks import check_seconds
-from . import fonts  # noqa: F401  (registers the Chinese font for the labels)
+from .eventlanes import Chart, Mark, Span
+from .eventlanes import draw_chart as draw
 
-__all__ = ["Attempt", "from_history", "plot_attempts"]
+__all__ = ["Attempt", "chart", "from_history", "plot_attempts"]
 
 MAX_ATTEMPTS = 50
 
@@ -61,35 +62,31 @@ def from_history(rows: Iterable[Mapping[str, Any]], *, lease: float) -> list[Att
             for row in rows]
 
 
+def chart(attempts: Sequence[Attempt], *, effect: str = "模型调用",
+          title: str = "同一个任务的两次尝试") -> Chart:
+    """The lanes of the module docstring; `effect` names what a run of the handler did."""
+    if not attempts:
+        raise ValueError("nothing to plot: give at least one attempt")
+    spans, marks = [], []
+    for a in attempts:
+        spans.append(Span(a.worker, a.start, a.lease_end, "lease", f"第 {a.attempt} 次尝试的租约",
+                          detail=f"第 {a.attempt} 次尝试：{a.worker}，结局 {a.outcome}"))
+        marks.append(Mark(a.worker, a.start, effect, "effect",
+                          detail=f"第 {a.attempt} 次尝试在 {a.start:g} 秒领取并执行"))
+        if a.finished is not None:
+            marks.append(Mark(a.worker, a.finished, "结果写入", "accepted",
+                              detail=f"{a.finished:g} 秒，第 {a.attempt} 次尝试的结果写入"))
+        if a.refused_at is not None:
+            marks.append(Mark(a.worker, a.refused_at, "迟到的报告被拒绝", "refused",
+                              detail=f"{a.refused_at:g} 秒，第 {a.attempt} 次尝试的报告被拒绝"))
+    workers = list(dict.fromkeys(a.worker for a in attempts))
+    return Chart(title, spans, marks, lanes=workers,
+                 lane_labels={w: f"工作者 {w}" for w in workers},
+                 xlabel="秒（数据库时钟，从第一次领取起）")
+
+
 def plot_attempts(attempts: Sequence[Attempt], *, effect: str = "模型调用",
                   title: str = "同一个任务的两次尝试") -> Figure:
     """The figure of the module docstring; `effect` names what a run of the handler did."""
-    if not attempts:
-        raise ValueError("nothing to plot: give at least one attempt")
-    workers = list(dict.fromkeys(a.worker for a in attempts))
-    lane = {w: len(workers) - 1 - i for i, w in enumerate(workers)}
-    end = max(max(a.lease_end for a in attempts),
-              max((a.refused_at or 0.0) for a in attempts))
-    fig = Figure(figsize=(8, 1.4 + 0.9 * len(workers)))
-    ax = fig.subplots()
-    for a in attempts:
-        y = lane[a.worker]
-        ax.barh(y, a.lease_end - a.start, left=a.start, height=0.36, color="#dadaeb",
-                edgecolor="#756bb1")
-        ax.annotate(f"第 {a.attempt} 次尝试的租约", (a.start, y + 0.26), fontsize=8)
-        ax.plot(a.start, y, marker="*", color="#e6550d", markersize=15, linestyle="none")
-        ax.annotate(effect, (a.start, y - 0.42), fontsize=8, color="#e6550d")
-        if a.finished is not None:
-            ax.plot(a.finished, y, marker="o", color="#31a354", markersize=9, linestyle="none")
-            ax.annotate("结果写入", (a.finished + end * 0.02, y - 0.05), fontsize=8, color="#31a354")
-        if a.refused_at is not None:
-            ax.plot(a.refused_at, y, marker="X", color="#de2d26", markersize=11, linestyle="none")
-            ax.annotate("迟到的报告被拒绝", (a.refused_at + end * 0.02, y - 0.05), fontsize=8,
-                        color="#de2d26")
-    ax.set_yticks(list(lane.values()), [f"工作者 {w}" for w in lane])
-    ax.set_ylim(-0.8, len(workers) - 0.2)
-    ax.set_xlim(-end * 0.03, end * 1.3)
-    ax.set_xlabel("秒（数据库时钟，从第一次领取起）")
-    ax.set_title(title)
-    fig.tight_layout()
-    return fig
+    return draw(chart(attempts, effect=effect, title=title), width=8, legend=True,
+                row_height=0.9)

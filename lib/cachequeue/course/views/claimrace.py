@@ -8,7 +8,9 @@
 `Race.step(who, fn, conn, *args, **kwargs)` runs `fn(conn, *args)` under `statements.recording(conn)`
 and keeps one `Step` per call, in call order: the worker, the first word of each statement
 it sent (SELECT, UPDATE, ...), and what the call returned. The figure is drawn from those
-steps only, so it shows the statements the cells actually sent.
+steps only, so it shows the statements the cells actually sent, in the course's one
+vocabulary (`views.eventlanes`): a step that came back holding a lease token is a lease bar,
+one that only read a row or got nothing is a wait.
 """
 
 from __future__ import annotations
@@ -23,11 +25,10 @@ from matplotlib.figure import Figure
 
 from ...checks import check_callable, check_text
 from ..probes import statements
-from . import fonts  # noqa: F401  (registers the Chinese font for the labels)
+from .eventlanes import Chart, Span
+from .eventlanes import draw_chart as draw
 
-__all__ = ["Race", "Step", "plot_races"]
-
-_LANES = {"a": "tab:blue", "b": "tab:orange"}
+__all__ = ["Race", "Step", "chart", "plot_races"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,27 @@ def _describe(result: Any) -> str:
     return "令牌"
 
 
+def _kind(result: Any) -> str:
+    """A step that came back holding a lease token is a held lease; one that only read a
+    row, or got nothing, is drawn as waiting (the course's colours, `views.eventlanes`)."""
+    return "lease" if isinstance(result, tuple) and result or (
+        result is not None and not isinstance(result, int)) else "wait"
+
+
+def chart(race: Race, name: str) -> Chart:
+    """One race as lanes a and b: one box per step at its place in the call order (step n
+    spans [n - 1, n]), labelled with the statements sent and what came back."""
+    if not race.steps:
+        raise ValueError("nothing to plot: give at least one race with at least one step")
+    spans = [Span(step.worker, x + 0.05, x + 0.95, _kind(step.result),
+                  f"{' + '.join(step.sent) or '（没有语句）'}\n→ {_describe(step.result)}",
+                  detail=f"第 {x + 1} 步，工作者 {step.worker}：{' + '.join(step.sent)}")
+             for x, step in enumerate(race.steps)]
+    lanes = sorted({s.worker for s in race.steps})
+    return Chart(name, spans, lanes=lanes, lane_labels={w: f"工作者 {w}" for w in lanes},
+                 xlabel="第几步（按发出的先后）")
+
+
 def plot_races(races: Mapping[str, Race], *, title: str = "两个工作者领取任务") -> Figure:
     """One panel per race (its key is the panel's title): lanes a and b, one box per step in
     call order, labelled with the statements sent and what came back."""
@@ -84,22 +106,14 @@ def plot_races(races: Mapping[str, Race], *, title: str = "两个工作者领取
     fig = Figure(figsize=(4.2 * len(races), 3.0))
     axes = fig.subplots(1, len(races), squeeze=False)[0]
     for ax, (name, race) in zip(axes, races.items(), strict=True):
-        lanes = sorted({s.worker for s in race.steps})
-        y = {w: len(lanes) - 1 - i for i, w in enumerate(lanes)}
-        for x, step in enumerate(race.steps):
-            colour = _LANES.get(step.worker, "tab:gray")
-            ax.barh(y[step.worker], 0.9, left=x + 0.05, height=0.6, color=colour, alpha=0.25,
-                    edgecolor=colour)
-            words = " + ".join(step.sent) or "（没有语句）"
-            ax.text(x + 0.5, y[step.worker], f"{words}\n→ {_describe(step.result)}",
-                    ha="center", va="center", fontsize=7.5)
-        ax.set_yticks([y[w] for w in lanes], [f"工作者 {w}" for w in lanes])
-        ax.set_xticks([x + 0.5 for x in range(len(race.steps))],
-                      [str(x + 1) for x in range(len(race.steps))])
-        ax.set_xlim(0, len(race.steps))
-        ax.set_ylim(-0.6, len(lanes) - 0.4)
-        ax.set_xlabel("第几步（按发出的先后）")
-        ax.set_title(name, fontsize=10)
+        draw(chart(race, name), ax=ax)
+        count = len(race.steps)
+        ax.set_xticks([x + 0.5 for x in range(count)], [str(x + 1) for x in range(count)])
+        ax.set_xlim(0, count)
+        ax.grid(False)
+        ax.title.set_fontsize(10)
+        for text in ax.texts:
+            text.set_fontsize(7.5)
     fig.suptitle(title)
     fig.tight_layout()
     return fig

@@ -13,8 +13,10 @@ figure is the run's own order and spacing, in milliseconds since the first note.
 lane shows its hold as a bar (from its acquisition to its expiry or release, or to the last
 note), its token beside the acquisition, and each write as a marker: a filled circle for an
 accepted write, an X for a refused one; a fault of the lock service (`track.fault(label)`)
-is a dotted line across every lane and ends every hold still open. The cell asserts the facts the figure shows
-(`track.order()`, `track.refused()`).
+is a dotted line across every lane and ends every hold still open. Drawn in the course's
+one vocabulary (`views.eventlanes`: a hold is a lease bar, a refused write the red X of
+every refused report). The cell asserts the facts the figure shows (`track.order()`,
+`track.refused()`).
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from dataclasses import dataclass, field
 from matplotlib.figure import Figure
 
 from ...checks import check_bool, check_callable, check_int, check_text
-from . import fonts  # noqa: F401  (registers the Chinese font for the labels)
+from .eventlanes import Band, Chart, Mark, Span
+from .eventlanes import draw_chart as draw
 
-__all__ = ["FenceEvent", "FenceTrack", "plot_fencing"]
+__all__ = ["FenceEvent", "FenceTrack", "chart", "plot_fencing"]
 
 KINDS = ("acquired", "expired", "released", "wrote", "fault")
 MAX_EVENTS = 100
@@ -116,41 +119,36 @@ class FenceTrack:
         return out
 
 
-def plot_fencing(track: FenceTrack, *, title: str = "暂停的持有者与防护令牌") -> Figure:
-    """The figure of the module docstring."""
+def chart(track: FenceTrack, *, title: str = "暂停的持有者与防护令牌") -> Chart:
+    """The lanes of the module docstring, in milliseconds since the first note."""
     if not any(e.kind == "acquired" for e in track.events):
         raise ValueError("nothing to plot: the track has no acquisition")
     t0 = track.events[0].at
     holders = list(dict.fromkeys(e.holder for e in track.events if e.kind != "fault"))
-    lane = {h: len(holders) - 1 - i for i, h in enumerate(holders)}
-    span = max(track.events[-1].at - t0, 1e-3) * 1000
-    fig = Figure(figsize=(8, 1.2 + 0.9 * len(holders)))
-    ax = fig.subplots()
-    for holder, holds in track.holds().items():
-        for start, end, fence in holds:
-            ax.barh(lane[holder], (end - start) * 1000, left=start * 1000, height=0.4,
-                    color="#9ecae1", edgecolor="#3182bd")
-            ax.annotate(f"令牌 {fence}", (start * 1000, lane[holder] + 0.28), fontsize=9)
+    spans = [Span(holder, start * 1000, end * 1000, "lease", f"令牌 {fence}",
+                  detail=f"持有者 {holder} 持有锁，令牌 {fence}")
+             for holder, holds in track.holds().items() for start, end, fence in holds]
+    marks, bands = [], []
     for e in track.events:
         x = (e.at - t0) * 1000
         if e.kind == "fault":
-            ax.axvline(x, color="#636363", linestyle=":", linewidth=1.5)
-            ax.annotate(e.holder, (x, len(holders) - 0.45), fontsize=8, color="#636363")
-            continue
-        x, y = (e.at - t0) * 1000, lane[e.holder]
-        if e.kind == "expired":
-            ax.plot([x, x], [y - 0.3, y + 0.3], color="#e6550d", linestyle="--")
-            ax.annotate("锁过期（持有者停顿中）", (x, y - 0.45), fontsize=8, color="#e6550d")
+            bands.append(Band(x, x, e.holder, "fault", detail=e.holder))
+        elif e.kind == "acquired":
+            marks.append(Mark(e.holder, x, "", "claim", detail=f"{e.holder} 加锁，令牌 {e.fence}"))
+        elif e.kind == "expired":
+            marks.append(Mark(e.holder, x, "锁过期（持有者停顿中）", "expiry",
+                              detail=f"{e.holder} 的锁过期，它自己并不知道"))
+        elif e.kind == "released":
+            marks.append(Mark(e.holder, x, "释放", "event", detail=f"{e.holder} 释放锁"))
         elif e.kind == "wrote":
-            marker, colour, word = ("o", "#31a354", "写入被接受") if e.accepted else \
-                ("X", "#de2d26", "写入被拒绝")
-            ax.plot(x, y, marker=marker, color=colour, markersize=11, linestyle="none")
-            ax.annotate(f"{word}（令牌 {e.fence}）", (x, y - 0.45), fontsize=8, color=colour,
-                        ha="right" if x > span * 0.7 else "left")
-    ax.set_yticks(list(lane.values()), [f"持有者 {h}" for h in lane])
-    ax.set_ylim(-0.8, len(holders) - 0.2)
-    ax.set_xlim(-span * 0.03, span * 1.05)
-    ax.set_xlabel("毫秒（从第一次加锁起，本次运行的实测时刻）")
-    ax.set_title(title)
-    fig.tight_layout()
-    return fig
+            word, kind = ("写入被接受", "accepted") if e.accepted else ("写入被拒绝", "refused")
+            marks.append(Mark(e.holder, x, f"{word}（令牌 {e.fence}）", kind,
+                              detail=f"{e.holder} 带令牌 {e.fence} 写入：{word}"))
+    return Chart(title, spans, marks, bands, lanes=holders,
+                 lane_labels={h: f"持有者 {h}" for h in holders},
+                 xlabel="毫秒（从第一次加锁起，本次运行的实测时刻）")
+
+
+def plot_fencing(track: FenceTrack, *, title: str = "暂停的持有者与防护令牌") -> Figure:
+    """The figure of the module docstring."""
+    return draw(chart(track, title=title), width=8, legend=True, row_height=0.9)

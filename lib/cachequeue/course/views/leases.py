@@ -4,8 +4,10 @@
                 refused=[("a", 65, "续租被拒绝")])
 
 Times are seconds on the chapter's manual clock since a moment the cell chooses. A lease is
-drawn from its claim to its last end; each renewal is a tick at the moment it was made with
-the end it moved the lease to, and the ends it replaced are dashed lines. The cell computes
+drawn from its claim to its last end; each renewal is a mark at the moment it was made with
+the end it moved the lease to, and the ends it replaced are dashed ticks; a lease that began
+on another lane after the one before it ended is a takeover. Drawn in the course's one
+vocabulary (`views.eventlanes`); `chart(...)` gives the lanes for the interactive view. The cell computes
 every number from the run and asserts the facts the figure shows.
 """
 
@@ -15,13 +17,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
 
 from ...checks import check_finite, check_text
-from . import fonts  # noqa: F401  (registers the Chinese font for the labels)
+from .eventlanes import Chart, Mark, Span
+from .eventlanes import draw_chart as draw
 
-__all__ = ["Lease", "plot_leases"]
+__all__ = ["Lease", "chart", "plot_leases"]
 
 
 @dataclass(frozen=True)
@@ -52,41 +53,38 @@ class Lease:
         return self.renewals[-1][1] if self.renewals else self.end
 
 
-def plot_leases(leases: Sequence[Lease], refused: Iterable[tuple[str, float, str]] = (), *,
-                title: str = "租约、续租与接手") -> Figure:
-    """The figure of the module docstring; `refused` marks (worker, at, label) with an X."""
+def chart(leases: Sequence[Lease], refused: Iterable[tuple[str, float, str]] = (), *,
+          title: str = "租约、续租与接手") -> Chart:
+    """The lanes of the module docstring: a lease bar per lease, a claim where it began, a
+    renewal mark per renewal and a dashed tick per end it replaced, a takeover where a lease
+    began on a lane other than the one before it, and `refused` (worker, at, label)."""
     if not leases:
         raise ValueError("nothing to plot: give at least one lease")
     refused = list(refused)
-    lanes = list(dict.fromkeys([lease.worker for lease in leases] + [w for w, _, _ in refused]))
-    y = {w: len(lanes) - 1 - i for i, w in enumerate(lanes)}
-    fig = Figure(figsize=(7.5, 0.8 * len(lanes) + 1.6))
-    ax = fig.subplots()
-    for lease in leases:
-        row = y[lease.worker]
-        ax.broken_barh([(lease.start, lease.last_end - lease.start)], (row - 0.25, 0.5),
-                       facecolors="tab:blue", alpha=0.35, edgecolor="tab:blue")
-        ax.plot(lease.start, row, marker="o", color="tab:blue")
+    spans, marks = [], []
+    previous = None
+    for lease in sorted(leases, key=lambda lease: lease.start):
+        spans.append(Span(lease.worker, lease.start, lease.last_end, "lease",
+                          detail=f"工作者 {lease.worker} 持有租约 {lease.start:g}–{lease.last_end:g} 秒"))
+        taken = previous is not None and previous.worker != lease.worker \
+            and lease.start >= previous.last_end
+        marks.append(Mark(lease.worker, lease.start, "接手" if taken else "",
+                          "takeover" if taken else "claim", detail=f"领取于 {lease.start:g} 秒"))
         ends = [lease.end] + [new_end for _, new_end in lease.renewals]
-        for old_end in ends[:-1]:
-            ax.plot([old_end, old_end], [row - 0.3, row + 0.3], linestyle="--", color="gray")
-        for at, new_end in lease.renewals:
-            ax.plot(at, row + 0.32, marker="v", color="tab:green")
-            ax.text(at, row + 0.38, f"续租→{new_end:g}", ha="center", va="bottom", fontsize=7)
-    for worker, at, label in refused:
-        ax.plot(at, y[worker], marker="X", color="red", markersize=10, linestyle="none")
-        ax.text(at, y[worker] - 0.35, label, ha="center", va="top", fontsize=7, color="red")
-    ax.set_yticks([y[w] for w in lanes], [f"工作者 {w}" for w in lanes])
-    ax.set_ylim(-0.8, len(lanes) - 0.2 + 0.4)
-    ax.set_xlabel("秒（手动时钟）")
-    ax.set_title(title)
-    ax.grid(True, axis="x", alpha=0.3)
-    handles = [Patch(color="tab:blue", alpha=0.35, label="持有租约"),
-               Line2D([], [], marker="o", color="tab:blue", linestyle="none", label="领取"),
-               Line2D([], [], marker="v", color="tab:green", linestyle="none", label="续租"),
-               Line2D([], [], linestyle="--", color="gray", label="被续租替换的终点")]
-    if refused:
-        handles.append(Line2D([], [], marker="X", color="red", linestyle="none", label="被拒绝"))
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
-    fig.tight_layout()
-    return fig
+        marks += [Mark(lease.worker, old_end, "", "replaced", detail=f"原定的终点 {old_end:g} 秒")
+                  for old_end in ends[:-1]]
+        marks += [Mark(lease.worker, at, f"续租→{new_end:g}", "renewal",
+                       detail=f"{at:g} 秒续租，租约延到 {new_end:g} 秒")
+                  for at, new_end in lease.renewals]
+        previous = lease
+    marks += [Mark(worker, at, label, "refused", detail=f"{label}（{at:g} 秒）")
+              for worker, at, label in refused]
+    lanes = list(dict.fromkeys([lease.worker for lease in leases] + [w for w, _, _ in refused]))
+    return Chart(title, spans, marks, lanes=lanes, xlabel="秒（手动时钟）",
+                 lane_labels={w: f"工作者 {w}" for w in lanes})
+
+
+def plot_leases(leases: Sequence[Lease], refused: Iterable[tuple[str, float, str]] = (), *,
+                title: str = "租约、续租与接手") -> Figure:
+    """The figure of the module docstring; `refused` marks (worker, at, label) with an X."""
+    return draw(chart(leases, refused, title=title), width=7.5, legend=True, row_height=0.8)

@@ -5,8 +5,9 @@
 
 Times are `time.monotonic()` readings of one run (`capstone.timed` for the readers, the
 loader's own `timings` for the loads), drawn in milliseconds since the earliest of them.
-A reader's bar runs from its request to its answer; a load's bar from its start to its end,
-with ticks where the service answered 202 and where the event stream ended. The cell
+A reader's bar (a wait) runs from its request to its answer, a dot where it got the
+summary; a load's bar from its start to its end, with marks where the service answered 202
+and where the event stream ended: the course's one vocabulary (`views.eventlanes`). The cell
 asserts what the figure shows (one load, every reader answered after it ended).
 """
 
@@ -17,18 +18,18 @@ from collections.abc import Mapping, Sequence
 from matplotlib.figure import Figure
 
 from ...checks import check_text
-from . import fonts  # noqa: F401  (registers the Chinese font for the labels)
+from .eventlanes import Chart, Mark, Span
+from .eventlanes import draw_chart as draw
 
-__all__ = ["plot_shared_load"]
+__all__ = ["chart", "plot_shared_load"]
 
 STEPS = (("accepted", "202"), ("followed", "事件流结束"))
 MAX_LANES = 30
 
 
-def plot_shared_load(readers: Sequence[tuple[str, float, float]],
-                     loads: Sequence[Mapping[str, float]], *,
-                     title: str = "并发的读者共用一次加载") -> Figure:
-    """The figure of the module docstring."""
+def chart(readers: Sequence[tuple[str, float, float]], loads: Sequence[Mapping[str, float]], *,
+          title: str = "并发的读者共用一次加载") -> Chart:
+    """The lanes of the module docstring, in milliseconds since the earliest reading."""
     if not readers or not loads:
         raise ValueError("nothing to plot: give at least one reader and one load")
     if len(readers) + len(loads) > MAX_LANES:
@@ -41,31 +42,32 @@ def plot_shared_load(readers: Sequence[tuple[str, float, float]],
         if not {"start", "end"} <= set(load) or load["end"] < load["start"]:
             raise ValueError(f"a load needs start <= end, got {dict(load)}")
     t0 = min([start for _, start, _ in readers] + [load["start"] for load in loads])
-    lanes = len(readers) + len(loads)
-    fig = Figure(figsize=(8, 1.2 + 0.55 * lanes))
-    ax = fig.subplots()
-    labels = []
-    for i, load in enumerate(loads):
-        y = i
-        ax.barh(y, (load["end"] - load["start"]) * 1000, left=(load["start"] - t0) * 1000,
-                height=0.5, color="#fdd0a2", edgecolor="#e6550d")
-        for key, word in STEPS:
-            if key in load:
-                x = (load[key] - t0) * 1000
-                ax.plot([x, x], [y - 0.3, y + 0.3], color="#a63603")
-                ax.annotate(word, (x, y + 0.32), fontsize=8, color="#a63603", ha="center")
-        labels.append(f"加载 {i + 1}（提交、跟随、取结果）")
+
+    def ms(at: float) -> float:
+        return (at - t0) * 1000
+
+    spans, marks, names = [], [], {}
+    for i, load in enumerate(loads, start=1):
+        lane = f"load {i}"
+        names[lane] = f"加载 {i}（提交、跟随、取结果）"
+        spans.append(Span(lane, ms(load["start"]), ms(load["end"]), "load",
+                          detail=f"加载 {i}：{ms(load['start']):.0f}–{ms(load['end']):.0f} 毫秒"))
+        marks += [Mark(lane, ms(load[key]), word, "event", detail=f"{word}：{ms(load[key]):.0f} 毫秒")
+                  for key, word in STEPS if key in load]
     for j, (label, start, end) in enumerate(readers):
-        y = len(loads) + j
-        ax.barh(y, (end - start) * 1000, left=(start - t0) * 1000, height=0.5,
-                color="#c6dbef", edgecolor="#3182bd")
-        ax.plot((end - t0) * 1000, y, marker="o", color="#31a354", linestyle="none")
-        labels.append(f"读者 {label}")
-    span = max([end for _, _, end in readers] + [load["end"] for load in loads]) - t0
-    ax.set_xlim(-span * 50, span * 1080)  # milliseconds, a margin of 5 % on the left
-    ax.set_yticks(range(lanes), labels)
-    ax.set_ylim(-0.7, lanes - 0.3)
-    ax.set_xlabel("毫秒（本次运行的实测时刻；圆点：读者拿到摘要）")
-    ax.set_title(title)
-    fig.tight_layout()
-    return fig
+        lane = f"reader {j}"
+        names[lane] = f"读者 {label}"
+        spans.append(Span(lane, ms(start), ms(end), "wait",
+                          detail=f"读者 {label}：{ms(start):.0f} 毫秒请求，{ms(end):.0f} 毫秒拿到摘要"))
+        marks.append(Mark(lane, ms(end), "", "accepted", detail=f"读者 {label} 拿到摘要"))
+    order = [f"reader {j}" for j in reversed(range(len(readers)))] + \
+        [f"load {i}" for i in reversed(range(1, len(loads) + 1))]
+    return Chart(title, spans, marks, lanes=order, lane_labels=names,
+                 xlabel="毫秒（本次运行的实测时刻；圆点：读者拿到摘要）")
+
+
+def plot_shared_load(readers: Sequence[tuple[str, float, float]],
+                     loads: Sequence[Mapping[str, float]], *,
+                     title: str = "并发的读者共用一次加载") -> Figure:
+    """The figure of the module docstring."""
+    return draw(chart(readers, loads, title=title), width=8)

@@ -3,9 +3,10 @@
 `attempts(conn, since)` reads every attempt row with times in seconds since `since` (a
 datetime, e.g. the moment a notebook section began). `plot_timeline(frame, marks, since)`
 draws one lane per worker, one bar per attempt coloured by its outcome (an expired
-attempt's bar ends where its lease ended), a cross where a late report was refused, and
-the signals a notebook sent (`Fleet.marks`: SIGKILL, SIGSTOP, SIGCONT, SIGTERM) and server
-restarts (a mark with worker None) on top.
+attempt's bar ends where its lease ended), the red X of a refused late report, and the
+signals a notebook sent (`Fleet.marks`: SIGKILL a black cross, SIGSTOP/SIGCONT/SIGTERM
+labelled marks, a stop until its SIGCONT a grey pause) and server restarts (a mark with
+worker None: a dotted line across every lane) on top: the course's one vocabulary.
 """
 
 from __future__ import annotations
@@ -16,23 +17,21 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
 
 from ... import sqlfile
 from ...checks import check_instance
-from . import fonts  # noqa: F401  (registers the Chinese font for the labels)
+from .eventlanes import SPAN_KINDS, Band, Chart, Mark, Span
+from .eventlanes import draw_chart as draw
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["COLOURS", "attempts", "plot_timeline"]
+__all__ = ["COLOURS", "attempts", "chart", "plot_timeline"]
 
-COLOURS = {"done": "tab:green", "expired": "tab:red", "released": "tab:orange",
-           "retry": "tab:olive", "failed": "black", "cancelled": "tab:gray", None: "tab:blue"}
-_MARKS = {"SIGKILL": ("X", "red"), "SIGSTOP": ("v", "tab:purple"),
-          "SIGCONT": ("^", "tab:purple"), "SIGTERM": ("s", "tab:brown"),
-          "SIGINT": ("s", "tab:brown")}
+COLOURS = {**{o: SPAN_KINDS[o].colour
+              for o in ("done", "expired", "released", "retry", "failed", "cancelled")},
+           None: SPAN_KINDS["running"].colour}
+"""outcome -> colour (None: still running), the course's one vocabulary."""
 
 
 def _seconds(value: datetime | None, since: datetime) -> float | None:
@@ -65,7 +64,8 @@ def _value(value: Any) -> Any:
 
 def _slots(frame: pd.DataFrame, last: float) -> list[tuple[int, int]]:
     """(slot, slots of its worker) per row: attempts of one worker that overlap in time
-    (a worker with --concurrency above 1) go to different slots, greedily."""
+    (a worker with --concurrency above 1) go to different slots, greedily (what
+    `lanes.layout` does for the figure)."""
     ends: dict[str, list[float]] = {}
     chosen = []
     for row in frame.itertuples():
@@ -77,59 +77,58 @@ def _slots(frame: pd.DataFrame, last: float) -> list[tuple[int, int]]:
     return [(slot, len(ends[worker])) for worker, slot in chosen]
 
 
+_SIGNALS = {"SIGKILL": "kill"}  # every other signal is a "signal" mark
+
+
+def chart(frame: pd.DataFrame, marks: Iterable[dict[str, Any]] = (), *, since: datetime,
+          title: str = "每个工作者的尝试") -> Chart:
+    """The lanes of `plot_timeline` (one per worker, attempts stacked when they overlap)."""
+    if frame.empty:
+        raise ValueError("nothing to plot: no attempts")
+    marks = [dict(m, t=_seconds(m["at"], since)) for m in marks if m["at"] >= since]
+    last = max([e for e in frame["end"] if _value(e) is not None] + list(frame["start"]) +
+               [m["t"] for m in marks])
+    span = max(last, 1e-3)
+    spans, points, bands = [], [], []
+    for row in frame.itertuples():
+        end = last if _value(row.end) is None else row.end
+        outcome = _value(row.outcome)
+        spans.append(Span(row.worker, row.start, max(end, row.start + span / 200),
+                          outcome if outcome in COLOURS and outcome else "running",
+                          detail=f"任务 {row.job_id} 第 {row.attempt} 次尝试，{row.worker}，"
+                                 f"{row.start:g}–{end:g} 秒，{outcome or 'running'}"))
+        if _value(row.rejected_at) is not None:
+            points.append(Mark(row.worker, row.rejected_at, "", "refused",
+                               detail=f"任务 {row.job_id} 第 {row.attempt} 次尝试迟到的报告"
+                                      f"（{_value(row.rejected)}）被拒绝"))
+    stopped: dict[str, float] = {}
+    for m in sorted(marks, key=lambda m: m["t"]):
+        if m["worker"] is None:
+            bands.append(Band(m["t"], m["t"], m["signal"], "fault", detail=m["signal"]))
+            continue
+        points.append(Mark(m["worker"], m["t"], "" if m["signal"] == "SIGKILL" else m["signal"],
+                           _SIGNALS.get(m["signal"], "signal"),
+                           detail=f"{m['signal']} → {m['worker']}（{m['t']:g} 秒）"))
+        if m["signal"] == "SIGSTOP":
+            stopped[m["worker"]] = m["t"]
+        elif m["signal"] == "SIGCONT" and m["worker"] in stopped:
+            spans.append(Span(m["worker"], stopped.pop(m["worker"]), m["t"], "pause",
+                              detail=f"{m['worker']} 暂停"))
+    lanes = sorted({w for w in frame["worker"] if w is not None} |
+                   {m["worker"] for m in marks if m["worker"] is not None})
+    return Chart(title, spans, points, bands, lanes=list(reversed(lanes)), xlabel="秒",
+                 stack=True)
+
+
 def plot_timeline(frame: pd.DataFrame, marks: Iterable[dict[str, Any]] = (), *,
                   since: datetime, title: str = "每个工作者的尝试") -> Figure:
     """The Gantt-style figure of `frame` (from attempts()) with `marks` on top.
 
     A mark is {"at": datetime, "worker": name or None, "signal": "SIGKILL" | ... | label};
-    one with worker None (a server restart) is a dashed line across every lane.
+    one with worker None (a server restart) is a dotted line across every lane; a SIGSTOP
+    and the SIGCONT after it are a grey pause behind the worker's lane. Drawn in the
+    course's one vocabulary (`views.eventlanes`); `chart(...)` gives the same lanes for
+    the interactive view.
     """
-    if frame.empty:
-        raise ValueError("nothing to plot: no attempts")
-    marks = [dict(m, t=_seconds(m["at"], since)) for m in marks if m["at"] >= since]
-    lanes = sorted({w for w in frame["worker"] if w is not None} |
-                   {m["worker"] for m in marks if m["worker"] is not None})
-    y = {name: i for i, name in enumerate(lanes)}
-    last = max([e for e in frame["end"] if _value(e) is not None] + list(frame["start"]) +
-               [m["t"] for m in marks])
-    span = max(last, 1e-3)
-    fig = Figure(figsize=(7.5, 0.6 * len(lanes) + 1.8))
-    ax = fig.subplots()
-    for row, (slot, slots) in zip(frame.itertuples(), _slots(frame, last), strict=True):
-        end = last if _value(row.end) is None else row.end
-        height = 0.6 / slots  # a worker running jobs side by side gets one thin row per slot
-        bottom = y[row.worker] - 0.3 + slot * height
-        ax.broken_barh([(row.start, max(end - row.start, span / 200))], (bottom, height),
-                       facecolors=COLOURS.get(_value(row.outcome), "tab:blue"), edgecolor="white",
-                       linewidth=0.5)
-        if _value(row.rejected_at) is not None:
-            ax.plot(row.rejected_at, bottom + height / 2, marker="x", color="black",
-                    markersize=9, markeredgewidth=2)
-    for m in marks:
-        if m["worker"] is None:
-            ax.axvline(m["t"], color="gray", linestyle="--", linewidth=1)
-            ax.text(m["t"], len(lanes) - 0.45, f" {m['signal']}", fontsize=8, color="gray")
-        else:
-            shape, colour = _MARKS.get(m["signal"], ("o", "gray"))
-            # Pauses below the lane, the rest above, so a SIGCONT and a SIGTERM sent
-            # moments apart stay visible.
-            offset = -0.42 if m["signal"] in ("SIGSTOP", "SIGCONT") else 0.42
-            ax.plot(m["t"], y[m["worker"]] + offset, marker=shape, color=colour,
-                    markersize=9, linestyle="none")
-    ax.set_yticks(range(len(lanes)), lanes)
-    ax.set_ylim(-0.65, len(lanes) - 0.2)
-    ax.set_xlabel("秒")
-    ax.set_title(title)
-    ax.grid(True, axis="x", alpha=0.3)
-    outcomes = {_value(o) for o in frame["outcome"]}
-    present = [o for o in COLOURS if o in outcomes]
-    handles = [Patch(color=COLOURS[o], label=o or "running") for o in present]
-    if any(_value(t) is not None for t in frame["rejected_at"]):
-        handles.append(Line2D([], [], marker="x", color="black", linestyle="none",
-                              label="被拒绝的迟到报告"))
-    for signal in dict.fromkeys(m["signal"] for m in marks if m["worker"] is not None):
-        shape, colour = _MARKS.get(signal, ("o", "gray"))
-        handles.append(Line2D([], [], marker=shape, color=colour, linestyle="none", label=signal))
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
-    fig.tight_layout()
-    return fig
+    return draw(chart(frame, marks, since=since, title=title), width=7.5, legend=True,
+                row_height=0.6)

@@ -1,4 +1,4 @@
-"""course.labs.extendcheck on fakeredis (with Lua): chapter 10's right answers pass, each
+"""course.graders.ch10 on fakeredis (with Lua): chapter 10's right answers pass, each
 realistic wrong answer fails with the message that names its cause, re-runs agree."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import fakeredis
 import pytest
 
-from cachequeue.course.labs import extendcheck
+from cachequeue.course.graders import ch10
 
 NS = "cq:t_extend:"
 REFERENCE = """
@@ -84,15 +84,15 @@ def student(client, key, owner, ttl_ms):
 
 @pytest.mark.parametrize("answer", [reference, eval_with_set_xx, watch_multi])
 def test_right_answers_pass_every_time_and_leave_no_key(client, answer):
-    assert extendcheck.check(answer, client, NS) == extendcheck.PASSED
-    assert extendcheck.check(answer, client, NS) == extendcheck.PASSED
+    assert ch10.check_extend(answer, client, NS) == ch10.PASSED
+    assert ch10.check_extend(answer, client, NS) == ch10.PASSED
     assert client.keys(NS + "*") == []
 
 
 def test_stale_keys_of_an_earlier_run_do_not_change_the_verdict(client):
     client.set(NS + "lock:exercise", "rival")  # a key without a TTL left by an interrupted run
     client.set(NS + "lock:exercise-gap", "rival")
-    assert extendcheck.check(reference, client, NS) == extendcheck.PASSED
+    assert ch10.check_extend(reference, client, NS) == ch10.PASSED
 
 
 @pytest.mark.parametrize(("answer", "message"), [
@@ -106,19 +106,19 @@ def test_stale_keys_of_an_earlier_run_do_not_change_the_verdict(client):
 def test_wrong_answers_fail_with_their_cause(client, answer, message):
     for _ in range(2):  # the same verdict when re-run
         with pytest.raises(AssertionError, match=message):
-            extendcheck.check(answer, client, NS)
+            ch10.check_extend(answer, client, NS)
     assert client.keys(NS + "*") == []
     assert "execute_command" not in vars(client)
 
 
 def test_the_student_copy_raises_its_own_not_implemented_error(client):
     with pytest.raises(NotImplementedError):
-        extendcheck.check(student, client, NS)
+        ch10.check_extend(student, client, NS)
     assert client.keys(NS + "*") == []
 
 
 def test_hostile_arguments_are_refused():
     with pytest.raises(TypeError, match="extend"):
-        extendcheck.check("not callable", fakeredis.FakeRedis(), NS)
+        ch10.check_extend("not callable", fakeredis.FakeRedis(), NS)
     with pytest.raises(TypeError, match="client"):
-        extendcheck.check(reference, object(), NS)
+        ch10.check_extend(reference, object(), NS)

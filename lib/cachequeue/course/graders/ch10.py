@@ -1,8 +1,8 @@
 """The grader of chapter 10's exercise: a learner's `extend(client, key, owner, ttl_ms)`.
 
-    print(extendcheck.check(extend, r, ns))   # "检查通过", or an AssertionError
+    print(ch10.check_extend(extend, r, ns))   # "检查通过", or an AssertionError
 
-`check` works on two keys of its own under `namespace` (`lock:exercise`, `lock:exercise-gap`),
+`check_extend` works on two keys of its own under `namespace` (`lock:exercise`, `lock:exercise-gap`),
 deletes them before it starts and again when it ends (pass or fail), so a right answer
 passes any number of times and nothing is left behind. The student copy's
 `NotImplementedError` goes through as it is: code not yet written. It runs five scenarios and names the
@@ -30,7 +30,7 @@ import redis
 from ...checks import check_callable, check_instance, check_text
 from ..probes import redislab
 
-__all__ = ["PASSED", "check"]
+__all__ = ["PASSED", "check_extend"]
 
 PASSED = "检查通过"
 
@@ -53,7 +53,7 @@ def _boolean(reply: Any, expected: bool, what: str) -> None:
     raise AssertionError(f"{what}：extend 应当返回 {expected}，实际返回 {reply!r}")
 
 
-def check(extend: Callable[..., Any], client: redis.Redis, namespace: str) -> str:
+def check_extend(extend: Callable[..., Any], client: redis.Redis, namespace: str) -> str:
     """Grade `extend` on `client` under `namespace`; return PASSED or raise AssertionError."""
     check_callable(extend, "extend")
     check_instance(client, "client", redis.Redis)

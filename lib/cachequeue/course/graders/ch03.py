@@ -1,8 +1,8 @@
 """The grader of chapter 03's exercise: a learner's `claim_one(conn, worker)`, run on a queue of its own.
 
-    print(claimcheck.check(claim_one))   # "检查通过", or an AssertionError naming the cause
+    print(ch03.check_claim_one(claim_one))   # "检查通过", or an AssertionError naming the cause
 
-`check` builds a private schema (dropped at the end), opens two sessions `a` and `b` on it
+`check_claim_one` builds a private schema (dropped at the end), opens two sessions `a` and `b` on it
 with their database clocks frozen, and fills the queue so that each typical wrong answer
 takes a job a right one never takes:
 
@@ -39,7 +39,7 @@ from ...queue import jobs
 from .. import chapter
 from ..probes import statements
 
-__all__ = ["LOCK_TIMEOUT", "PASSED", "check"]
+__all__ = ["LOCK_TIMEOUT", "PASSED", "check_claim_one"]
 
 PASSED = "检查通过"
 LOCK_TIMEOUT = "1s"
@@ -151,7 +151,7 @@ def _rows(setup: psycopg.Connection, ids: dict[str, int]) -> None:
         raise AssertionError(f"还没到期的任务不应被改动，实际是 {future}")
 
 
-def check(claim_one: Callable[[psycopg.Connection, str], Any], *, url: str | None = None) -> str:
+def check_claim_one(claim_one: Callable[[psycopg.Connection, str], Any], *, url: str | None = None) -> str:
     """Grade `claim_one(conn, worker)` on a private queue (see the module docstring).
 
     Returns PASSED; a wrong answer is an AssertionError whose message names the cause and

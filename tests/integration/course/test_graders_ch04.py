@@ -1,4 +1,4 @@
-"""Chapter 04's grader (`course.labs.retrycheck`): right answers pass, every run; typical
+"""Chapter 04's grader (`course.graders.ch04`): right answers pass, every run; typical
 wrong ones fail with the message that names their cause."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from cachequeue import db
-from cachequeue.course.labs import retrycheck
+from cachequeue.course.graders import ch04
 from cachequeue.queue import single_pass
 from cachequeue.queue.retry import PermanentError, RetryableError
 
@@ -55,8 +55,8 @@ def rounds_with_update(connection, table, retry, manual, rounds):
                                     (timeout, other_summary, rounds_with_update)],
                          ids=["reference", "timeout-and-other-names"])
 def test_right_answers_pass_every_run(database_url, answer):
-    assert retrycheck.check(*answer) == retrycheck.PASSED
-    assert retrycheck.check(*answer) == retrycheck.PASSED, "the same verdict on a second run"
+    assert ch04.check_run_rounds(*answer) == ch04.PASSED
+    assert ch04.check_run_rounds(*answer) == ch04.PASSED, "the same verdict on a second run"
 
 
 def no_database_clock(conn, handlers, policy, clock, rounds):
@@ -139,7 +139,7 @@ def test_wrong_answers_fail_with_their_cause(database_url, name):
     answer, cause = WRONG[name]
     for _ in range(2):  # the same verdict on a second run
         with pytest.raises(AssertionError) as failed:
-            retrycheck.check(*answer)
+            ch04.check_run_rounds(*answer)
         assert cause in str(failed.value), str(failed.value)
 
 
@@ -151,7 +151,7 @@ def test_the_learners_own_error_propagates_and_nothing_is_left(database_url, mon
         raise NotImplementedError
 
     with pytest.raises(NotImplementedError):
-        retrycheck.check(always_fail, summarise, stub)
+        ch04.check_run_rounds(always_fail, summarise, stub)
     private = db.schema_name(f"grade04_{fixed.hex[:12]}")
     with db.connect() as conn:
         left = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s", [private]).fetchone()[0]
@@ -160,4 +160,4 @@ def test_the_learners_own_error_propagates_and_nothing_is_left(database_url, mon
 
 def test_refuses_what_is_not_a_function():
     with pytest.raises(TypeError, match="run_rounds"):
-        retrycheck.check(always_fail, summarise, None)
+        ch04.check_run_rounds(always_fail, summarise, None)

@@ -1,6 +1,6 @@
 """The grader of chapter 11's exercise: a learner's `stops_growing`, run on recorded and made-up runs.
 
-    print(kneecheck.check(stops_growing))   # "检查通过", or an AssertionError
+    print(ch11.check_stops_growing(stops_growing))   # "检查通过", or an AssertionError
 
 `stops_growing(reps)` gets one system's throughput from a recorded run, as a mapping from a
 process count to the rate of each repetition (`{1: [481.0, 634.2, 642.0], 2: [...], 4: [...]}`),
@@ -29,9 +29,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ...checks import check_callable
-from . import perf
+from ..labs import perf
 
-__all__ = ["CASES", "PASSED", "RECORDS", "answers", "check", "recorded_reps"]
+__all__ = ["CASES", "PASSED", "RECORDS", "answers", "check_stops_growing", "recorded_reps"]
 
 PASSED = "检查通过"
 SECTION = "第 2 节的“先看噪声”"
@@ -96,7 +96,7 @@ def _ask(stops_growing: Callable[..., Any], reps: dict[int, list[float]]) -> Any
     return got
 
 
-def check(stops_growing: Callable[..., Any]) -> str:
+def check_stops_growing(stops_growing: Callable[..., Any]) -> str:
     """Grade `stops_growing(reps) -> int` (module docstring). Returns PASSED; a wrong answer is
     an AssertionError whose message names the cause and the section that teaches it."""
     check_callable(stops_growing, "stops_growing", "a function stops_growing(reps)")

@@ -1,4 +1,4 @@
-"""capstone.check for the database steps (3, 4, 6, 7) on a real schema: right answers that
+"""graders.ch12.check_step for the database steps (3, 4, 6, 7) on a real schema: right answers that
 differ from the reference pass twice, realistic wrong ones fail with the message that names
 their cause, and the graders leave no row behind."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from cachequeue.course.app import summaries
+from cachequeue.course.graders import ch12
 from cachequeue.course.labs import capstone
 from cachequeue.course.views import frames
 from cachequeue.queue import PermanentError, RetryPolicy, jobs
@@ -22,14 +23,14 @@ def ready(conn):
 
 def passes_twice(ready, step, answer):
     before = frames.state_counts(ready)
-    assert capstone.check(step, answer, ready) == capstone.check(step, answer, ready) == capstone.PASSED
+    assert ch12.check_step(step, answer, ready) == ch12.check_step(step, answer, ready) == ch12.PASSED
     assert frames.state_counts(ready) == before, "rolled back"
 
 
 def fails_twice(ready, step, answer, message):
     for _ in range(2):
         with pytest.raises(AssertionError, match=message):
-            capstone.check(step, answer, ready)
+            ch12.check_step(step, answer, ready)
 
 
 # --- step 3 -------------------------------------------------------------------------------

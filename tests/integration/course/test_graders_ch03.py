@@ -1,4 +1,4 @@
-"""Chapter 03's grader (`course.labs.claimcheck`): right answers pass, every run; typical
+"""Chapter 03's grader (`course.graders.ch03`): right answers pass, every run; typical
 wrong ones fail with the message that names their cause."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from cachequeue import db
-from cachequeue.course.labs import claimcheck
+from cachequeue.course.graders import ch03
 from cachequeue.course.probes import minimal
 
 SET = """SET state = 'running', attempts = attempts + 1, lease_token = gen_random_uuid(),
@@ -69,8 +69,8 @@ def returns_row(conn, worker):
 
 @pytest.mark.parametrize("answer", [REFERENCE, CTE, through_cursor], ids=["reference", "cte", "cursor"])
 def test_right_answers_pass_every_run(database_url, answer):
-    assert claimcheck.check(answer) == claimcheck.PASSED
-    assert claimcheck.check(answer) == claimcheck.PASSED, "the same verdict on a second run"
+    assert ch03.check_claim_one(answer) == ch03.PASSED
+    assert ch03.check_claim_one(answer) == ch03.PASSED, "the same verdict on a second run"
 
 
 WRONG = {
@@ -101,7 +101,7 @@ def test_wrong_answers_fail_with_their_cause(database_url, name):
     answer, cause = WRONG[name]
     for _ in range(2):  # the same verdict on a second run
         with pytest.raises(AssertionError) as failed:
-            claimcheck.check(answer)
+            ch03.check_claim_one(answer)
         assert cause in str(failed.value), str(failed.value)
 
 
@@ -113,7 +113,7 @@ def test_the_learners_own_error_propagates_and_nothing_is_left(database_url, mon
         raise NotImplementedError
 
     with pytest.raises(NotImplementedError):
-        claimcheck.check(stub)
+        ch03.check_claim_one(stub)
     private = db.schema_name(f"grade03_{fixed.hex[:12]}")
     with db.connect() as conn:
         left = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s", [private]).fetchone()[0]
@@ -122,4 +122,4 @@ def test_the_learners_own_error_propagates_and_nothing_is_left(database_url, mon
 
 def test_refuses_what_is_not_a_function():
     with pytest.raises(TypeError, match="claim_one"):
-        claimcheck.check("UPDATE jobs ...")
+        ch03.check_claim_one("UPDATE jobs ...")

@@ -1,4 +1,4 @@
-"""Chapter 11's grader (`course.labs.kneecheck`): answers the recorded data supports pass,
+"""Chapter 11's grader (`course.graders.ch11`): answers the recorded data supports pass,
 every run; answers that ignore the noise, or return something else, fail with their cause."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from cachequeue.course.labs import kneecheck
+from cachequeue.course.graders import ch11
 
 
 def by_ranges(reps):
@@ -58,8 +58,8 @@ def student(reps):
 
 @pytest.mark.parametrize("answer", [by_ranges, by_medians], ids=["ranges", "medians"])
 def test_answers_the_data_supports_pass_every_run(answer):
-    assert kneecheck.check(answer) == kneecheck.PASSED
-    assert kneecheck.check(answer) == kneecheck.PASSED, "the same verdict on a second run"
+    assert ch11.check_stops_growing(answer) == ch11.PASSED
+    assert ch11.check_stops_growing(answer) == ch11.PASSED, "the same verdict on a second run"
 
 
 @pytest.mark.parametrize("answer, message", [
@@ -72,16 +72,16 @@ def test_answers_the_data_supports_pass_every_run(answer):
 def test_wrong_answers_fail_with_their_cause_every_run(answer, message):
     for _ in range(2):
         with pytest.raises(AssertionError, match=message):
-            kneecheck.check(answer)
+            ch11.check_stops_growing(answer)
 
 
 def test_both_readings_are_accepted_where_they_differ():
-    supported = {system: kneecheck.answers(reps)
-                 for system, reps in kneecheck.recorded_reps("worker_throughput").items()}
+    supported = {system: ch11.answers(reps)
+                 for system, reps in ch11.recorded_reps("worker_throughput").items()}
     assert supported["pgqueuer_b1"] == {1, 2}  # ranges: 2 overlaps 4; medians: 1 -> 2 noise
     assert all(len(answers) in (1, 2) for answers in supported.values())
 
 
 def test_bad_arguments_are_refused():
     with pytest.raises(TypeError):
-        kneecheck.check("stops_growing")
+        ch11.check_stops_growing("stops_growing")

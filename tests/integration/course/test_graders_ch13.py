@@ -1,11 +1,11 @@
-"""Chapter 13's grader (`course.labs.ackcheck`): right answers pass, every run; typical wrong
+"""Chapter 13's grader (`course.graders.ch13`): right answers pass, every run; typical wrong
 ones, above all an acknowledgement sent before the fenced write, fail with their cause."""
 
 from __future__ import annotations
 
 import pytest
 
-from cachequeue.course.labs import ackcheck
+from cachequeue.course.graders import ch13
 from cachequeue.shared import fenced_write
 
 
@@ -103,8 +103,8 @@ def student(conn, queue, delivery, handler, *, max_deliveries=3):
 @pytest.mark.parametrize("answer", [reference, other_shape], ids=["reference", "other-shape"])
 def test_right_answers_pass_every_run(database_url, keyspace, answer):
     client, prefix = keyspace
-    assert ackcheck.check(answer, client, prefix) == ackcheck.PASSED
-    assert ackcheck.check(answer, client, prefix) == ackcheck.PASSED, "the same verdict again"
+    assert ch13.check_handle(answer, client, prefix) == ch13.PASSED
+    assert ch13.check_handle(answer, client, prefix) == ch13.PASSED, "the same verdict again"
     assert list(client.scan_iter(match=prefix + "*")) == [], "the grader's streams are gone"
 
 
@@ -121,15 +121,15 @@ def test_wrong_answers_fail_with_their_cause_every_run(database_url, keyspace, a
     client, prefix = keyspace
     for _ in range(2):
         with pytest.raises(AssertionError, match=message):
-            ackcheck.check(answer, client, prefix)
+            ch13.check_handle(answer, client, prefix)
     assert list(client.scan_iter(match=prefix + "*")) == [], "nothing left behind on failure"
 
 
 def test_bad_arguments_are_refused(database_url, keyspace):
     client, prefix = keyspace
     with pytest.raises(TypeError):
-        ackcheck.check("handle", client, prefix)
+        ch13.check_handle("handle", client, prefix)
     with pytest.raises(TypeError):
-        ackcheck.check(reference, "redis", prefix)
+        ch13.check_handle(reference, "redis", prefix)
     with pytest.raises(ValueError):
-        ackcheck.check(reference, client, "not-a-namespace")
+        ch13.check_handle(reference, client, "not-a-namespace")

@@ -1,8 +1,8 @@
 """The grader of chapter 04's exercise: a learner's `always_fail`, `summarise` and `run_rounds`, run on a queue of its own.
 
-    print(retrycheck.check(always_fail, summarise, run_rounds))   # "检查通过", or an AssertionError
+    print(ch04.check_run_rounds(always_fail, summarise, run_rounds))   # "检查通过", or an AssertionError
 
-`check` builds a private schema (dropped at the end), submits the exercise's two jobs (a
+`check_run_rounds` builds a private schema (dropped at the end), submits the exercise's two jobs (a
 `always_fail` job, then a `summarise` job), freezes the database clock on a new manual
 clock at EPOCH and calls `run_rounds(conn, handlers, POLICY, clock, rounds=ROUNDS)` once.
 Then it reads what happened and names the first cause it finds:
@@ -36,7 +36,7 @@ from ...queue import jobs
 from ...queue.retry import RetryPolicy
 from .. import chapter
 
-__all__ = ["EXPECTED", "PASSED", "POLICY", "ROUNDS", "check"]
+__all__ = ["EXPECTED", "PASSED", "POLICY", "ROUNDS", "check_run_rounds"]
 
 PASSED = "检查通过"
 POLICY = RetryPolicy(max_attempts=3, base=5.0, cap=60.0, jitter=False)
@@ -105,7 +105,7 @@ def _rounds(conn: psycopg.Connection, clock: ManualClock, outcomes: Any) -> None
                              f"（total += ...），而不是覆盖它")
 
 
-def check(always_fail: Callable[[dict], Any], summarise: Callable[[dict], Any],
+def check_run_rounds(always_fail: Callable[[dict], Any], summarise: Callable[[dict], Any],
           run_rounds: Callable[..., Any], *, url: str | None = None) -> str:
     """Grade the three functions on a private queue (see the module docstring).
 

@@ -1,11 +1,11 @@
 """The grader of chapter 13's exercise: a learner's `handle`, run on streams and a schema of its own.
 
-    print(ackcheck.check(handle, r, ns))   # "检查通过", or an AssertionError
+    print(ch13.check_handle(handle, r, ns))   # "检查通过", or an AssertionError
 
 The rule the exercise teaches (chapter 13 §4) is *store the result with a fenced write, and
 acknowledge only once that write was accepted*: XACK does not ask who acknowledges, so an
 acknowledgement sent too early, or by a delivery whose write was refused, removes a delivery
-that another consumer still needs. `check` hands `handle` a queue whose `ack` notes, at the
+that another consumer still needs. `check_handle` hands `handle` a queue whose `ack` notes, at the
 moment of the call, what PostgreSQL holds for the entry, and plays four scenarios:
 
 1. takeover, newest first: `a` is stuck, `b` takes over (delivery 2) and finishes first,
@@ -39,7 +39,7 @@ from ...shared.client import check_namespace
 from .. import chapter
 from ..procs import streamlab
 
-__all__ = ["PASSED", "check"]
+__all__ = ["PASSED", "check_handle"]
 
 PASSED = "检查通过"
 SECTION = "第 4 节"
@@ -187,7 +187,7 @@ def _cap(handle, conn, client: redis.Redis, key: str) -> None:
         raise AssertionError("写进死信流的同时，原消息应当被确认（queue.dead_letter 会一起确认）")
 
 
-def check(handle: Callable[..., Any], client: redis.Redis, prefix: str, *,
+def check_handle(handle: Callable[..., Any], client: redis.Redis, prefix: str, *,
           url: str | None = None) -> str:
     """Grade `handle(conn, queue, delivery, handler, *, max_deliveries=3)` (module docstring).
 
@@ -198,7 +198,7 @@ def check(handle: Callable[..., Any], client: redis.Redis, prefix: str, *,
     check_callable(handle, "handle", "a function handle(conn, queue, delivery, handler)")
     check_instance(client, "client", redis.Redis)
     check_namespace(prefix)
-    keys = f"{prefix}ackcheck:{uuid.uuid4().hex[:12]}:"
+    keys = f"{prefix}ch13:{uuid.uuid4().hex[:12]}:"
     try:
         with chapter.scratch("grade13", url=url) as (_, name), db.connect(name, url=url) as conn:
             shared.fencing.install(conn)

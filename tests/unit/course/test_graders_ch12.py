@@ -1,4 +1,4 @@
-"""capstone.check for the steps that need no database (1, 2, 5): right answers that differ
+"""graders.ch12.check_step for the steps that need no database (1, 2, 5): right answers that differ
 from the reference pass, realistic wrong ones fail with the message that names their cause,
 and a re-run gives the same verdict."""
 
@@ -14,6 +14,7 @@ from httpx_sse import connect_sse
 
 from cachequeue.cache import cache_key
 from cachequeue.course.app.access import view_of
+from cachequeue.course.graders import ch12
 from cachequeue.course.labs import capstone
 
 # --- step 1 -------------------------------------------------------------------------------
@@ -59,7 +60,7 @@ def key_without_return(store, user_id, document_id, template):
 
 
 def test_step1_a_right_answer_in_another_shape_passes_twice():
-    assert capstone.check(1, key_other_order) == capstone.check(1, key_other_order) == capstone.PASSED
+    assert ch12.check_step(1, key_other_order) == ch12.check_step(1, key_other_order) == ch12.PASSED
 
 
 @pytest.mark.parametrize(("answer", "message"), [
@@ -72,7 +73,7 @@ def test_step1_a_right_answer_in_another_shape_passes_twice():
 def test_step1_wrong_answers_fail_with_their_cause(answer, message):
     for _ in range(2):
         with pytest.raises(AssertionError, match=message):
-            capstone.check(1, answer)
+            ch12.check_step(1, answer)
 
 
 # --- step 2 -------------------------------------------------------------------------------
@@ -127,7 +128,7 @@ async def read_unwritten(cache, store, user_id, document_id, template, load):
 
 def test_step2_a_right_answer_in_another_shape_passes_twice():
     for _ in range(2):
-        assert asyncio.run(capstone.check(2, read_with_partial)) == capstone.PASSED
+        assert asyncio.run(ch12.check_step(2, read_with_partial)) == ch12.PASSED
 
 
 @pytest.mark.parametrize(("answer", "message"), [
@@ -139,18 +140,18 @@ def test_step2_a_right_answer_in_another_shape_passes_twice():
 def test_step2_wrong_answers_fail_with_their_cause(answer, message):
     for _ in range(2):
         with pytest.raises(AssertionError, match=message):
-            asyncio.run(capstone.check(2, answer))
+            asyncio.run(ch12.check_step(2, answer))
 
 
 def test_step2_the_student_copy_raises_not_implemented_error():
     with pytest.raises(NotImplementedError):
-        asyncio.run(capstone.check(2, read_unwritten))
+        asyncio.run(ch12.check_step(2, read_unwritten))
 
 
 # --- step 5: a service that answers like the course's, on httpx's MockTransport ------------
 
 STREAM = "".join(f"event: {event}\ndata: {json.dumps({'id': 5, 'state': state})}\n\n"
-                 for event, state in capstone.EVENTS)
+                 for event, state in ch12.EVENTS)
 
 
 def service(request):
@@ -204,7 +205,7 @@ def follow_plain_get(client, job_id, headers):
 @pytest.mark.parametrize("answer", [follow_reference, follow_by_lines])
 def test_step5_right_answers_pass_twice(http, answer):
     for _ in range(2):
-        assert capstone.check(5, answer, http, {}) == capstone.PASSED
+        assert ch12.check_step(5, answer, http, {}) == ch12.PASSED
 
 
 @pytest.mark.parametrize(("answer", "message"), [
@@ -215,7 +216,7 @@ def test_step5_right_answers_pass_twice(http, answer):
 def test_step5_wrong_answers_fail_with_their_cause(http, answer, message):
     for _ in range(2):
         with pytest.raises(AssertionError, match=message):
-            capstone.check(5, answer, http, {})
+            ch12.check_step(5, answer, http, {})
 
 
 def test_step5_a_stopped_service_is_named_not_blamed_on_the_answer():
@@ -224,11 +225,11 @@ def test_step5_a_stopped_service_is_named_not_blamed_on_the_answer():
 
     with (httpx.Client(transport=httpx.MockTransport(refuse), base_url="http://service") as client,
           pytest.raises(AssertionError, match="服务已经停了吗")):
-        capstone.check(5, follow_reference, client, {})
+        ch12.check_step(5, follow_reference, client, {})
 
 
 def test_check_refuses_a_step_that_does_not_exist_and_what_is_not_callable():
     with pytest.raises(ValueError, match="step"):
-        capstone.check(8, key_other_order)
+        ch12.check_step(8, key_other_order)
     with pytest.raises(TypeError, match="answer"):
-        capstone.check(1, "summary_key")
+        ch12.check_step(1, "summary_key")
