@@ -4,6 +4,8 @@ after a restart for the reconnect), early enough that long jobs are left to catc
 
 import random
 
+import pytest
+
 from cachequeue.course.procs import brokerchaos, chaos
 
 
@@ -25,3 +27,19 @@ def test_the_broker_chaos_plans_its_pauses_before_half_the_jobs_started():
         assert all(200 // 20 <= at <= 100 for at in stops_at), stops_at
         assert sorted(a for _, a in plan) == ["kill", "kill", "kill", "restart"]
         assert all(10 <= at <= 170 for at, _ in plan) and plan == sorted(plan)
+
+
+def test_the_verdict_explained_key_by_key():
+    verdict = {key: n for n, key in enumerate(chaos.MEANINGS)}
+    rows = chaos.explained(verdict, ["lost", "duplicates"])
+    assert rows == [("lost", verdict["lost"], chaos.MEANINGS["lost"]),
+                    ("duplicates", verdict["duplicates"], chaos.MEANINGS["duplicates"])]
+    assert [key for key, _, _ in chaos.explained(verdict)] == list(chaos.MEANINGS)
+    with pytest.raises(ValueError, match="not keys"):
+        chaos.explained(verdict, ["lost", "secret"])
+
+
+@pytest.mark.parametrize("long", [(2.0, 1.0), (0, 1.0), (1.0, 60.0), [1.0, 2.0], (1.0,)])
+def test_a_long_job_range_is_checked_before_anything_starts(long):
+    with pytest.raises((ValueError, TypeError)):
+        chaos.run(jobs=20, long=long)

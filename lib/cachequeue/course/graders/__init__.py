@@ -13,6 +13,7 @@ right answers for each (`tests/unit/course/test_graders_*.py`,
     ch03  claim_one (the one-statement claim, run by two sessions)
     ch04  run_rounds (retries with a capped backoff, and a permanent failure)
     ch05  exposing_sequence (a boundary the random sequences miss)
+    ch06  send_receipt (an external effect made harmless when a job runs twice)
     ch07  missed_events (resume an event stream)
     ch08  fold_other (tenants beyond the top N folded into `other`)
     ch09  handle_once (a consumer that drops duplicates by event id)
@@ -23,4 +24,4 @@ right answers for each (`tests/unit/course/test_graders_*.py`,
     ch14  holders_sql (the monitoring query that finds who holds the horizon)
 """
 
-__all__ = ["ch00", "ch01", "ch02", "ch03", "ch04", "ch05", "ch07", "ch08", "ch09", "ch10", "ch11", "ch12", "ch13", "ch14"]
+__all__ = ["ch00", "ch01", "ch02", "ch03", "ch04", "ch05", "ch06", "ch07", "ch08", "ch09", "ch10", "ch11", "ch12", "ch13", "ch14"]

@@ -41,9 +41,36 @@ from .. import chapter
 from ..app import effects
 from .fleet import Fleet, WorkerProcess
 
-__all__ = ["failures", "patience", "run"]
+__all__ = ["MEANINGS", "explained", "failures", "patience", "run"]
 
 _QUERIES = sqlfile.load(__package__, "chaos.sql")
+
+MEANINGS = {
+    "jobs": "提交的任务数",
+    "done": "以 done 结束的任务数",
+    "lost": "没有结果行的任务（丢失）",
+    "duplicates": "结果行不止一行的任务（重复）",
+    "stuck_running": "停在 running 的任务",
+    "not_one_finished_attempt": "以 done 结束的尝试不是恰好一次的任务",
+    "results_not_of_their_attempt": "结果行的令牌不属于以 done 结束的那次尝试的任务",
+    "outputs_not_of_their_attempt": "输出里处理函数写下的令牌与结果行的令牌不同的任务",
+    "not_one_charge": "扣款记账不是恰好一笔的任务",
+    "handler_runs": "处理函数一共运行的次数（含被杀、被接手的执行）",
+    "attempts": "尝试记录的总数",
+    "open_attempts": "没有关闭的尝试",
+    "expired_attempts": "因租约到期而结束的尝试",
+    "released_attempts": "被交还的尝试",
+    "stale_reports_rejected": "带着失效令牌、被拒绝的迟到报告",
+}
+"""What each key of a run's verdict counts (every count is read from the tables)."""
+
+def explained(verdict: dict[str, Any], keys: Any = None) -> list[tuple[str, int, str]]:
+    """(key, count, meaning) for `keys` of a verdict (default: all of MEANINGS, in order)."""
+    chosen = list(MEANINGS) if keys is None else list(keys)
+    unknown = [k for k in chosen if k not in MEANINGS or k not in verdict]
+    if unknown:
+        raise ValueError(f"not keys of a chaos verdict: {unknown}")
+    return [(k, verdict[k], MEANINGS[k]) for k in chosen]
 SCHEMA = "chaos"
 LONG = (0.3, 0.6)  # seconds of work of a long job (one in five): what a SIGSTOP interrupts
 SHORT = (0.005, 0.04)
@@ -101,16 +128,21 @@ class _Monitor:
 def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, stops: int = 8,
         restarts: int = 1, concurrency: int = 2, lease: float = 1.0, poll: float = 0.1,
         restart_mode: str = "immediate", time_limit: float = 600.0, batch: int = 100,
-        batch_wait: float = 0.45, flush_kills: int = 0,
+        batch_wait: float = 0.45, flush_kills: int = 0, long: tuple[float, float] = LONG,
         progress: bool = False) -> dict[str, Any]:
     """Run the chaos experiment (see the module docstring) and return its result.
-    `flush_kills` (batching only) are planned, carried out and reported only when > 0."""
+    `flush_kills` (batching only) are planned, carried out and reported only when > 0.
+    `long` is the range of a long job's seconds of work: the window a SIGSTOP must land in
+    (and `batch_wait` the window of a flush kill); a busy machine needs them wider."""
     check_int(jobs, "jobs", minimum=20)
     check_int(workers, "workers", minimum=2)
     check_seconds(time_limit, "time_limit")
     check_int(batch, "batch", minimum=1)
     check_seconds(batch_wait, "batch_wait", allow_zero=True)
     check_int(flush_kills, "flush_kills", minimum=0)
+    if (not isinstance(long, tuple) or len(long) != 2
+            or not 0 < check_seconds(long[0], "long[0]") <= check_seconds(long[1], "long[1]") <= 30):
+        raise ValueError(f"long is (shortest, longest) seconds of a long job, 0 < a <= b <= 30, got {long!r}")
     if flush_kills and batch == 1:
         raise ValueError("flush_kills need batching (batch > 1): without it there is no flush")
     rng = random.Random(seed)
@@ -129,7 +161,7 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
             with conn.transaction():
                 for n in range(jobs):
                     slow = rng.random() < 0.2
-                    work = rng.uniform(*(LONG if slow else SHORT))
+                    work = rng.uniform(*(long if slow else SHORT))
                     job_id = _submit(conn, n, work)
                     if slow:
                         long_jobs.add(job_id)

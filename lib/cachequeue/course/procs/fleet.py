@@ -174,7 +174,8 @@ class Fleet:
 
     def command(self, name: str, **options: Any) -> list[str]:
         """The command line of worker `name`: options become flags (lease=2 -> --lease 2;
-        listen=False -> --no-listen). `concurrency` is always passed, 1 unless given: the
+        listen=False -> --no-listen; batch=False -> --no-batch, each result finished in
+        its own commit). `concurrency` is always passed, 1 unless given: the
         notebooks' timelines and crash experiments are about one job at a time per worker,
         whatever the command's own default (10)."""
         cmd = [sys.executable, "-m", "cachequeue", "worker", "--schema", self.schema,
@@ -182,6 +183,8 @@ class Fleet:
         for key, value in {"concurrency": CONCURRENCY, **options}.items():
             if key == "listen":
                 cmd += [] if value else ["--no-listen"]
+            elif key == "batch" and value is False:
+                cmd += ["--no-batch"]
             else:
                 cmd += [f"--{key.replace('_', '-')}", str(value)]
         return cmd
