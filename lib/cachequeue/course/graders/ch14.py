@@ -5,8 +5,8 @@ has opened, in this order: a session that begins its transaction first but takes
 transaction id only last (so the oldest session and the oldest transaction start hold the
 youngest horizon), a report in REPEATABLE READ between two statements (a snapshot), a long
 statement still running (a snapshot), a session idle in transaction after a write (a
-transaction id, no snapshot), a session idle in transaction that has not run a statement
-yet (holds nothing), and an idle session (holds nothing), with transaction ids consumed in
+transaction id, no snapshot), a session idle in transaction in READ COMMITTED that has
+only read (its snapshot ended with the statement: holds nothing), and an idle session (holds nothing), with transaction ids consumed in
 between so that the four holders' ages differ. The query's first column must be those four
 pids, oldest horizon first (not oldest session or transaction start), and nothing that holds
 nothing; the session that
@@ -56,8 +56,8 @@ def _judge(pids: list, *, report: int, query: int, writer: int, late: int, empty
         "结果里有执行这条查询的会话自己：查询运行时它也持有一个快照（backend_xmin），"
         "用 pid <> pg_backend_pid() 把它排除（第 3.2 节“监控”）")
     assert empty not in pids and idle not in pids, (
-        "结果里有不占住视界的会话：“idle in transaction”只说明事务开着，刚 BEGIN、还没运行语句的"
-        "事务既没有快照也没有事务号。要看 backend_xmin 与 backend_xid（第 1 节）")
+        "结果里有不占住视界的会话：“idle in transaction”只说明事务开着，读已提交下只读过的"
+        "事务在语句结束后既没有快照也没有事务号。要看 backend_xmin 与 backend_xid（第 1 节）")
     assert writer in pids, (
         "漏掉了写过数据、停在事务里的会话：读已提交下语句结束后它没有快照（backend_xmin 为空），"
         "但它的事务号（backend_xid）同样占住视界，两列都要看（第 1 节）")
@@ -99,7 +99,8 @@ def check_holder_query(text: str) -> list[int]:
         burner.execute(_BURN)
         late.execute(_BURN)  # now it holds a transaction id: the youngest of the four
         empty = stack.enter_context(db.connect(url=url))
-        empty.execute("BEGIN")  # idle in transaction, holding nothing yet
+        empty.execute("BEGIN")  # READ COMMITTED
+        empty.execute("SELECT count(*) FROM pg_class")  # read only: idle in transaction, holding nothing
         idle = stack.enter_context(db.connect(url=url))
         asker = stack.enter_context(db.connect(url=url))
         pids = _run(asker, text)
