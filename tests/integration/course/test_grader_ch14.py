@@ -54,6 +54,12 @@ WRONG = {
                                         WHERE pid <> pg_backend_pid()
                                           AND coalesce(backend_xmin, backend_xid) IS NOT NULL
                                         ORDER BY xact_start""", "xact_start"),
+    # The two sessions without a snapshot tie as NULL; pg_stat_activity lists backends in
+    # slot order, and the late writer (connected first) takes an earlier slot than the writer.
+    "age of xmin only, nulls last": ("""SELECT pid FROM pg_stat_activity
+                                        WHERE pid <> pg_backend_pid()
+                                          AND coalesce(backend_xmin, backend_xid) IS NOT NULL
+                                        ORDER BY age(backend_xmin) DESC NULLS LAST""", "顺序不对"),
     "age of xmin only, nulls first": ("""SELECT pid FROM pg_stat_activity
                                          WHERE pid <> pg_backend_pid()
                                            AND coalesce(backend_xmin, backend_xid) IS NOT NULL
