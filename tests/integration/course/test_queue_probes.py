@@ -41,6 +41,19 @@ def test_two_step_claim_lets_two_workers_take_the_same_job(conn, conn2):
         naive.take(conn, job_id, worker="a", lease=0)
 
 
+def test_two_step_claim_with_the_state_rechecked_lets_one_worker_take_it(conn, conn2):
+    [job_id] = submit(conn)
+    assert naive.pick(conn) == naive.pick(conn2) == job_id
+    first = naive.take_pending(conn, job_id, worker="a")
+    assert first is not None
+    assert naive.take_pending(conn2, job_id, worker="b") is None  # no longer pending
+    row = conn.execute("SELECT attempts, locked_by, lease_token FROM jobs").fetchone()
+    assert row == (1, "a", first)  # b wrote nothing
+    assert naive.take_pending(conn, 999, worker="a") is None
+    with pytest.raises(ValueError):
+        naive.take_pending(conn, job_id, worker="a", lease=0)
+
+
 def test_skip_locked_count_leaves_out_rows_another_transaction_holds(conn, conn2):
     submit(conn, 3)
     with conn2.transaction():

@@ -20,7 +20,7 @@ from ... import sqlfile
 from ...checks import check_int
 from ...queue.limits import check_lease
 
-__all__ = ["count_pending", "pick", "query", "session_state", "take"]
+__all__ = ["count_pending", "pick", "query", "session_state", "take", "take_pending"]
 
 query = sqlfile.load(__package__, "naive.sql")
 """The named statements of `sql/naive.sql`: `query("name").sql` to read, print or EXPLAIN."""
@@ -44,6 +44,17 @@ def take(conn: psycopg.Connection, job_id: int, *, worker: str, lease: float = 3
     if row is None:
         raise LookupError(f"no job with id {job_id}")
     return row[0]
+
+
+def take_pending(conn: psycopg.Connection, job_id: int, *, worker: str,
+                 lease: float = 30.0) -> uuid.UUID | None:
+    """Step 2 with `AND state = 'pending'`: the new lease token, or None when the job is no
+    longer pending (another worker took it between this worker's two steps) or does not exist.
+    Nothing is written when it answers None."""
+    params = {"job_id": check_int(job_id, "job_id"), "worker": worker,
+              "lease": check_lease(lease)}
+    row = conn.execute(query("naive_take_pending").sql, params).fetchone()
+    return None if row is None else row[0]
 
 
 def count_pending(conn: psycopg.Connection, *, skip_locked: bool = False) -> int:

@@ -23,6 +23,19 @@ SET state = 'running',
 WHERE id = %(job_id)s
 RETURNING lease_token;
 
+-- name: naive_take_pending
+-- Step 2 with the state re-checked: the UPDATE changes the row only while it is still
+-- pending. A second worker that read the same row in step 1 changes nothing (no row back):
+-- the double claim is gone, but the loser has to start over from step 1.
+UPDATE jobs
+SET state = 'running',
+    attempts = attempts + 1,
+    lease_token = gen_random_uuid(),
+    locked_by = %(worker)s,
+    locked_until = cq_now() + make_interval(secs => %(lease)s)
+WHERE id = %(job_id)s AND state = 'pending'
+RETURNING lease_token;
+
 -- name: count_pending
 -- A report: how many jobs wait to run. Reads every pending row, locked or not.
 SELECT count(*) AS pending
