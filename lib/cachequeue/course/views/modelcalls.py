@@ -40,9 +40,9 @@ def spans(model: Summariser) -> list[tuple[float, float, str, bool]]:
 
 def draw_calls(model: Summariser, *, title: str = "摘要器的每次调用（手动时钟）") -> Figure:
     """One lane: each call a bar labelled with its number and language, a failed call in the
-    colour of a refusal with an X where it raised."""
+    colour of a failure with an X where it raised."""
     calls = spans(model)
-    bars = [Span(LANE, start, end, "refused" if failed else "load", f"第 {n} 次 {language}")
+    bars = [Span(LANE, start, end, "failed" if failed else "load", f"第 {n} 次 {language}")
             for n, (start, end, language, failed) in enumerate(calls, start=1)]
     marks = [Mark(LANE, end, "失败", "refused") for start, end, _, failed in calls if failed]
     return draw_lanes(bars, marks, title=title, xlabel="手动时钟（秒）", lanes=[LANE], width=7.5)
