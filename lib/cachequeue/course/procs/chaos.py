@@ -16,7 +16,9 @@ done (or `time_limit` passed) it stops the workers with SIGTERM and returns a JS
 dict: the plan carried out, the workers' exit statuses, what their logs counted, and the
 verdict of `sql/chaos.sql` (lost, duplicates, results not written by their own attempt,
 jobs stuck in running, stale reports rejected ...). `failures(result)` lists every broken
-invariant, each with the seed that reproduces the run.
+invariant, each with the seed that reproduces the run. With `record=True` the result also
+has the run's `timeline`, read before the private server is thrown away (see `run`), which
+`course.views.chaoslanes` draws as lanes.
 
 Every wait is for an event (a log line, a takeover in the tables), bounded by a patience
 derived from the lease and the poll (`patience(lease, poll)`), never a guess that something
@@ -30,12 +32,13 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
 
 from ... import db, embedded, sqlfile
-from ...checks import check_int, check_seconds
+from ...checks import check_bool, check_int, check_seconds
 from ...queue.notify import CONNECTION_ERRORS, listen
 from .. import chapter
 from ..app import effects
@@ -72,6 +75,8 @@ def explained(verdict: dict[str, Any], keys: Any = None) -> list[tuple[str, int,
         raise ValueError(f"not keys of a chaos verdict: {unknown}")
     return [(k, verdict[k], MEANINGS[k]) for k in chosen]
 SCHEMA = "chaos"
+FAULT_SIGNALS = ("SIGKILL", "SIGSTOP", "SIGCONT")
+"""The signals a recorded timeline keeps (the final SIGTERMs are the run's end, no fault)."""
 LONG = (0.3, 0.6)  # seconds of work of a long job (one in five): what a SIGSTOP interrupts
 SHORT = (0.005, 0.04)
 
@@ -129,17 +134,25 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
         restarts: int = 1, concurrency: int = 2, lease: float = 1.0, poll: float = 0.1,
         restart_mode: str = "immediate", time_limit: float = 600.0, batch: int = 100,
         batch_wait: float = 0.45, flush_kills: int = 0, long: tuple[float, float] = LONG,
-        progress: bool = False) -> dict[str, Any]:
+        progress: bool = False, record: bool = False) -> dict[str, Any]:
     """Run the chaos experiment (see the module docstring) and return its result.
     `flush_kills` (batching only) are planned, carried out and reported only when > 0.
     `long` is the range of a long job's seconds of work: the window a SIGSTOP must land in
-    (and `batch_wait` the window of a flush kill); a busy machine needs them wider."""
+    (and `batch_wait` the window of a flush kill); a busy machine needs them wider.
+
+    `record=True` adds `timeline` (JSON-able, every time in seconds since `since`, the
+    moment the first worker was started): `attempts`, every job_attempts row (job, attempt,
+    worker, start, end, outcome, rejected, rejected_at; database clock); `signals`, every
+    SIGKILL / SIGSTOP / SIGCONT sent to a worker (worker, signal, at; the final SIGTERMs
+    are not faults and are left out); `restarts`, (from, to) of each server restart. The
+    default (False) leaves the result as it was."""
     check_int(jobs, "jobs", minimum=20)
     check_int(workers, "workers", minimum=2)
     check_seconds(time_limit, "time_limit")
     check_int(batch, "batch", minimum=1)
     check_seconds(batch_wait, "batch_wait", allow_zero=True)
     check_int(flush_kills, "flush_kills", minimum=0)
+    check_bool(record, "record")
     if (not isinstance(long, tuple) or len(long) != 2
             or not 0 < check_seconds(long[0], "long[0]") <= check_seconds(long[1], "long[1]") <= 30):
         raise ValueError(f"long is (shortest, longest) seconds of a long job, 0 < a <= b <= 30, got {long!r}")
@@ -168,6 +181,8 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
         fleet = Fleet(SCHEMA, url=server.url)
         monitor = _Monitor(server.url)
         bar = _bar(progress, jobs)
+        restarts_at: list[tuple[datetime, datetime]] = []
+        since = datetime.now(UTC)
         try:
             generation = Counter()
             live = [fleet.start(f"w{slot}", **options) for slot in range(1, workers + 1)]
@@ -202,7 +217,9 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
                 if plan and done >= plan[0][0]:
                     action = plan.pop(0)[1]
                     if action == "restart":
+                        down = datetime.now(UTC)
                         server.restart(restart_mode)
+                        restarts_at.append((down, datetime.now(UTC)))
                     elif action in ("kill", "flushkill"):
                         victim, batched = rng.choice(live), None
                         if action == "kill":
@@ -237,6 +254,7 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
         with db.connect(SCHEMA, url=server.url) as conn:
             verdict = dict(zip([c.name for c in conn.execute(_QUERIES["verdict"].sql).description],
                                conn.execute(_QUERIES["verdict"].sql).fetchone(), strict=True))
+            attempts = conn.execute(_QUERIES["attempts"].sql).fetchall() if record else []
     logged = Counter(e["event"] for w in fleet.workers.values() for e in w.events)
     planned = {"kills": kills, "stops": stops, "restarts": restarts}
     carried_out = {"kills": done_actions["kill"], "stops": done_actions["stop"],
@@ -244,7 +262,7 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
     if flush_kills:
         planned["flush_kills"] = flush_kills
         carried_out["flush_kills"] = done_actions["flushkill"]
-    return {
+    result = {
         "seed": seed, "jobs": jobs, "workers": workers, "concurrency": concurrency,
         "lease_s": lease, "poll_s": poll, "restart_mode": restart_mode,
         "batch": batch, "batch_wait_s": batch_wait,
@@ -257,6 +275,29 @@ def run(*, jobs: int = 2000, workers: int = 4, seed: int = 0, kills: int = 12, s
         "logged": {k: logged[k] for k in ("claimed", "batching", "finished", "retrying",
                                           "rejected", "lost", "handed-back", "reconnecting",
                                           "reconnected")},
+    }
+    if record:
+        result["timeline"] = _timeline(since, attempts, fleet.marks, restarts_at)
+    return result
+
+
+def _timeline(since: datetime, attempts: list[tuple], marks: list[dict[str, Any]],
+              restarts: list[tuple[datetime, datetime]]) -> dict[str, Any]:
+    """The recorded run (see `run`), every moment in seconds since `since`."""
+
+    def seconds(moment: datetime | None) -> float | None:
+        return None if moment is None else round((moment - since).total_seconds(), 4)
+
+    return {
+        "since": since.isoformat(),
+        "attempts": [{"job": job, "attempt": attempt, "worker": worker,
+                      "start": seconds(started), "end": seconds(finished), "outcome": outcome,
+                      "rejected": rejected, "rejected_at": seconds(rejected_at)}
+                     for job, attempt, worker, started, finished, outcome, rejected, rejected_at
+                     in attempts],
+        "signals": [{"worker": m["worker"], "signal": m["signal"], "at": seconds(m["at"])}
+                    for m in marks if m["signal"] in FAULT_SIGNALS],
+        "restarts": [[seconds(a), seconds(b)] for a, b in restarts],
     }
 
 

@@ -4,6 +4,7 @@
 - `backfill`: Chapter 02's delete-after-write race as its cells step it: a log and its picture.
 - `backoff`: One job's attempts on a time axis, each retry inside the jitter window it was drawn from.
 - `bloat`: Chapter 14's figures: the jobs table under a held horizon, and its size under churn.
+- `chaoslanes`: Chapter 06's chaos run as lanes: every attempt, every refused late report, every fault.
 - `claimflow`: The parts of a statement written as CTEs (`WITH a AS (...), b AS (...) ...`) and which part reads which, drawn as a data-flow graph.
 - `claimrace`: The claim race as two lanes (workers a and b): which statement each sent, in which order, and what it got.
 - `clockreads`: cq_now() read many times inside one statement, by a frozen session and a live one (chapter 00).
@@ -28,6 +29,6 @@
 Modules are not imported here (some load pandas or matplotlib); import the one you need.
 """
 
-__all__ = ["attempts", "backfill", "backoff", "bloat", "claimflow", "claimrace", "clockreads", "coalescing", "eventlanes",
+__all__ = ["attempts", "backfill", "backoff", "bloat", "chaoslanes", "claimflow", "claimrace", "clockreads", "coalescing", "eventlanes",
            "fencing", "fonts", "frames", "interactive", "leases", "modelcalls", "perfplots", "plots", "recovery",
            "redelivery", "scrapes", "servicestory", "sharedload", "states", "timeline"]

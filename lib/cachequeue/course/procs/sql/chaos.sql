@@ -50,3 +50,9 @@ SELECT state <> 'done' FROM jobs WHERE id = %(job_id)s;
 -- Whether a later attempt of a job has started (a paused worker's job was taken over).
 SELECT EXISTS (SELECT 1 FROM job_attempts
                WHERE job_id = %(job_id)s AND attempt > %(attempt)s);
+
+-- name: attempts
+-- Every attempt of the run (for its recorded timeline), in order of start.
+SELECT job_id, attempt, worker, started_at, finished_at, outcome, rejected_report, rejected_at
+FROM job_attempts
+ORDER BY started_at, job_id, attempt;
