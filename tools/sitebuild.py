@@ -176,7 +176,7 @@ _HEADING_LINE = re.compile(r"^#.*$", re.MULTILINE)
 _MARKUP = [(re.compile(r"\$\$.*?\$\$", re.DOTALL), ""),            # display formulas
            (re.compile(r"\s*\$[^$]*\$\s*"), "（公式）"),                   # inline formulas
            (re.compile(r"\[([^\]]*)\]\([^)]*\)"), r"\1"),           # links: their text
-           (re.compile(r"[`*_]"), ""), (re.compile(r"\s+"), " ")]
+           (re.compile(r"`|\*\*?"), ""), (re.compile(r"\s+"), " ")]
 ALT_LIMIT = 160
 
 
@@ -187,6 +187,8 @@ def figure_alt(heading: str, prose: str) -> str:
     text = _HEADING_LINE.sub("", prose)
     for pattern, replacement in _MARKUP:
         text = pattern.sub(replacement, text)
+        heading = pattern.sub(replacement, heading)
+    heading = heading.strip()
     sentence = re.split(r"(?<=[。；！？])|[：:]\s*$", text.strip(), maxsplit=1)[0].strip()
     if len(sentence) > ALT_LIMIT:
         sentence = sentence[:ALT_LIMIT - 1] + "…"
