@@ -31,6 +31,9 @@ if (!["setup", "work"].includes(mode) || !SYSTEMS.includes(system) || !/^[a-z_][
 }
 const connectionString = process.env.DATABASE_URL;
 if (!connectionString) usage("DATABASE_URL is not set");
+// libpq takes the operating system's user name when the URL names none; node-postgres reads
+// $USER, which a service or a container may not set.
+if (!process.env.PGUSER && !process.env.USER) process.env.PGUSER = require("os").userInfo().username;
 
 function graphilePreset() {
   const worker = { connectionString, schema, pollInterval: 2000 };

@@ -24,6 +24,8 @@ from .logline import info
 
 __all__ = ["HANDED_BACK", "LOST", "JobContext", "takes_context"]
 
+_EVENT_LOCK = threading.Lock()  # makes each context's Event once, when first waited on
+
 LOST = "lost"  # the heartbeat found the lease gone: someone else may run the job now
 HANDED_BACK = "handed back"  # the worker is stopping and gave the job back to the queue
 
@@ -47,7 +49,9 @@ class JobContext:
         self.claim = claim
         self.worker = worker
         self._connect = connect
-        self._stop = threading.Event()
+        # Made by the first wait(): most handlers never wait, and an Event (a Condition and
+        # its lock) per job was a tenth of the throughput mode's Python time.
+        self._stop: threading.Event | None = None
         self.reason: str | None = None  # LOST or HANDED_BACK once set
 
     @property
@@ -57,14 +61,23 @@ class JobContext:
 
     def should_stop(self) -> bool:
         """True once the lease was lost or the job handed back: stop at the next boundary."""
-        return self._stop.is_set()
+        return self.reason is not None
 
     def wait(self, seconds: float) -> bool:
         """Sleep up to `seconds`, returning early when the handler should stop.
 
         Returns True if it was woken to stop, False when the time simply ran out.
         """
-        return self._stop.wait(check_seconds(seconds, "seconds", allow_zero=True))
+        seconds = check_seconds(seconds, "seconds", allow_zero=True)
+        stop = self._stop
+        if stop is None:
+            with _EVENT_LOCK:
+                if self._stop is None:
+                    self._stop = threading.Event()
+                    if self.reason is not None:  # halted before anyone waited
+                        self._stop.set()
+                stop = self._stop
+        return stop.wait(seconds)
 
     def connect(self) -> psycopg.Connection:
         """A new autocommit connection to the worker's database and schema (close it)."""
@@ -79,4 +92,6 @@ class JobContext:
         """Ask the handler to stop (called by the worker, not by handlers)."""
         if self.reason is None:
             self.reason = reason
-        self._stop.set()
+        stop = self._stop  # read after reason is set: a wait() that makes it later sees reason
+        if stop is not None:
+            stop.set()

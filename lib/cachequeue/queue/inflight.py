@@ -227,6 +227,7 @@ class InFlight:
         self._pullers = _Pullers(self._run_waiting) if prefetch else None
         self._unreleased: list[_Running] = []  # taken from the local queue, not handed back yet
         self._sender = _Sender(connect, poke) if prefetch and batch > 1 else None
+        self._wake_pending = False  # a result poked the loop this turn (see _wake)
 
     def __len__(self) -> int:
         """Jobs held: running, or done and waiting in the batch (their leases are ours)."""
@@ -291,7 +292,7 @@ class InFlight:
             # attempt holds it.
             self._results.append((running.claim, Result(error=LeaseLostBeforeStart(
                 "the lease was lost or ran out while the job waited in the local queue"))))
-            self._poke()
+            self._wake()
             return
         self._run(running.claim, handler, args)
 
@@ -301,7 +302,19 @@ class InFlight:
         except BaseException as exc:  # SystemExit or KeyboardInterrupt raised by a handler
             result = Result(error=exc)
         self._results.append((claim, result))
-        self._poke()
+        self._wake()
+
+    def _wake(self) -> None:
+        """Poke the loop, once per turn: the first result since the turn began pokes it;
+        later ones find `_wake_pending` set and send nothing (the loop takes every result
+        that arrived before its next look, and looks again before it sleeps)."""
+        if not self._wake_pending:
+            self._wake_pending = True
+            self._poke()
+
+    def woken(self) -> None:
+        """The loop begins a turn: the next result must poke it again."""
+        self._wake_pending = False
 
     # ------------------------------------------------------------------ reporting
 

@@ -73,6 +73,8 @@ def check_run_after(value: object) -> tuple[datetime | None, float | None]:
 
 def to_json(value: object, name: str) -> str:
     """Compact JSON text of `value`; it must survive a round trip unchanged and fit the limit."""
+    if value is None:  # most handlers return nothing: no encoder per job for that
+        return "null"
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:

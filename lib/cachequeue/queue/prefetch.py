@@ -37,7 +37,7 @@ import psycopg
 from .. import sqlfile
 from ..checks import check_instance, check_int, check_text
 from ..errors import ForeignClaim
-from .jobs import Claim
+from .jobs import BATCH_PLAN, Claim
 from .limits import MAX_HANDBACKS
 
 __all__ = ["MAX_PREFETCH", "PREFETCH", "query", "refill_at", "release_many"]
@@ -80,7 +80,7 @@ def release_many(conn: psycopg.Connection, claims: Iterable[Claim],
     tokens, states, found = conn.execute(query("release_many").sql, {
         "job_ids": job_ids, "lease_tokens": [c.lease_token for c in claims],
         "reason": check_text(reason, "reason", limit=1000), "max_handbacks": MAX_HANDBACKS,
-        "schema": schema}).fetchone()
+        "schema": schema}, prepare=BATCH_PLAN).fetchone()
     if found != schema:
         raise ForeignClaim(f"these claims were made in schema {schema!r} but the connection "
                            f"uses {found!r}; nothing was changed")

@@ -20,7 +20,7 @@ from psycopg.rows import dict_row
 from .. import sqlfile
 from ..checks import check_instance, check_int, check_text
 from ..errors import ForeignClaim
-from .jobs import Claim
+from .jobs import BATCH_PLAN, Claim
 from .limits import check_lease
 
 __all__ = ["beat", "deregister", "install", "register", "status"]
@@ -57,7 +57,7 @@ def beat(conn: psycopg.Connection, name: str, claims: Iterable[Claim],
     row = conn.execute(_QUERIES["beat"].sql, {
         "name": check_text(name, "name"), "lease": check_lease(lease),
         "job_ids": [c.job_id for c in claims], "lease_tokens": [c.lease_token for c in claims],
-        "schema": claims[0].schema if claims else None}).fetchone()
+        "schema": claims[0].schema if claims else None}, prepare=BATCH_PLAN).fetchone()
     foreign = [c.schema for c in claims if c.schema != row[1]]
     if foreign:
         raise ForeignClaim(f"claims from schema {foreign[0]!r} used on a connection to "

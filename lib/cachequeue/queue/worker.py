@@ -243,6 +243,7 @@ class Worker:
         the notifications that arrived (`wait()` wakes on them).
         """
         before = self.stats.copy()
+        self._in_flight.woken()  # before the drain: a result after it pokes again
         self._drain_wakeups()
         now = self._clock()
         if self._stop_requested and self._deadline is None:

@@ -4,6 +4,7 @@ waited in the local queue is never started. A manual clock; no database."""
 
 import random
 import threading
+import time
 import uuid
 from collections import Counter
 from datetime import UTC, datetime
@@ -91,9 +92,13 @@ def inflight(clock, handler, **kw):
 
 
 def results(flight, pokes, n):
-    for _ in range(n):
-        assert pokes.acquire(timeout=WAIT)
-    return [(c.job_id, r) for c, r in flight._results]
+    """Wait as the worker's loop does: a turn begins (woken), takes what arrived, and waits
+    for a poke when it wants more; the first result after each turn's start pokes once."""
+    while True:
+        flight.woken()
+        if len(flight._results) >= n:
+            return [(c.job_id, r) for c, r in flight._results]
+        assert pokes.acquire(timeout=WAIT), f"{len(flight._results)} of {n} results, no poke"
 
 
 def test_a_job_whose_lease_ran_out_while_it_waited_is_not_started():
@@ -170,4 +175,26 @@ def test_jobs_taken_out_of_the_local_queue_are_never_started():
         assert ran == [1]
     finally:
         gate.set()
+        flight.close()
+
+
+def test_results_poke_the_loop_once_per_turn_not_once_per_job():
+    clock = ManualClock()
+    gate = threading.Event()
+    flight, pokes = inflight(clock, lambda payload: gate.wait(WAIT))
+    try:
+        flight.woken()  # a turn began; no turn begins again until the test says so
+        for k in range(5):
+            flight.start(claim(k), clock())
+        gate.set()
+        deadline = time.monotonic() + WAIT
+        while len(flight._results) < 5 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert len(flight._results) == 5
+        assert pokes.acquire(timeout=0) and not pokes.acquire(timeout=0.05), \
+            "five results within one turn poke the loop once"
+        flight.woken()  # the next turn: the next result pokes again
+        flight.start(claim(9), clock())
+        assert pokes.acquire(timeout=WAIT)
+    finally:
         flight.close()
