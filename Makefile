@@ -155,8 +155,11 @@ bench: $(DEV) db
 	@# worker_throughput.py records its run for chapter 11 (data/bench/worker_throughput.json, and
 	@# on the embedded server worker_throughput_embedded.json),
 	@# broker_throughput.py its run for chapter 13 (data/bench/broker_throughput.json)
+	@# the Node.js peers of worker_throughput.py (bench/node/README.md): skipped, with one line, without npm
+	@if command -v npm >/dev/null; then npm ci --prefix bench/node --no-audit --no-fund || exit 1; \
+	    else echo "npm not found: the Node.js peers will be skipped"; fi
 	@for script in bench/*.py; do \
-	    case $$script in bench/worker_throughput.py) out="--out data/bench/worker_throughput.json";; \
+	    case $$script in bench/worker_throughput.py) out="--fast-jobs 50000 --out data/bench/worker_throughput.json";; \
 	        bench/broker_throughput.py) out="--out data/bench/broker_throughput.json";; *) out="";; esac; \
 	    $(BIN)/python $$script $$out || exit 1; done
 	@# the worker run once more on the embedded PostgreSQL 18 (whatever DATABASE_URL says)

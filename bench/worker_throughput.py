@@ -66,11 +66,13 @@ Commit ceiling: `pgbench -N` (three statements and one durable commit per transa
 the same client counts, `--pgbench-seconds` each, in a schema of its own; `share_of_pgbench`
 is each system's jobs/s over pgbench's transactions/s at that count.
 
-Targets (issue 20), each evaluated in `targets` with the figures it rests on: the defaults
-(cachequeue_c10) >= pgqueuer's default (b10) and >= 2x procrastinate's at every process
-count; the durable mode (cachequeue_c1_durable) >= 1.1x procrastinate and >= 1.1x pgqueuer
-b1; our default's throughput grows from 1 to 2 processes; its submit-to-start
-p50 <= 3 ms and p99 <= 6 ms; its idle worker <= 0.3 transactions/s.
+Targets (issues 20 and 33), each evaluated in `targets` with the figures it rests on: the
+defaults (cachequeue_c10) >= pgqueuer's default (b10), >= 2x procrastinate's, >= graphile-
+worker's and >= pg-boss's defaults at every process count; the throughput mode
+(cachequeue_prefetch) >= graphile-worker's throughput settings at every process count; the
+durable mode (cachequeue_c1_durable) >= 1.1x procrastinate and >= 1.1x pgqueuer b1; our
+default's throughput grows from 1 to 2 processes; its submit-to-start p50 <= 3 ms and
+p99 <= 6 ms; its idle worker <= 0.3 transactions/s.
 
 Prints one JSON document on stdout (and to --out), with the machine facts: the load average
 before and after the run (the machine may be shared) and `--note`. Only a local
@@ -135,12 +137,17 @@ NODE_SKIP = ("node peers skipped: needs `node` (>= 20) on PATH and "
 FAST = ("cachequeue_prefetch", "graphile_throughput")
 # pg-boss's defaults fetch one job per 2 s poll: a drain of this many jobs is ~10 s per process.
 SMALL = {"pgboss_default": 6}
-# The targets of issue 20, at every process count: (ours, theirs, ratio at least).
+# The targets of issues 20 and 33, at every process count: (ours, theirs, ratio at least).
 TARGETS = [
     ("cachequeue_c10", "pgqueuer_b10", 1.0),  # the defaults against pgqueuer's default
     ("cachequeue_c10", "procrastinate_c1", 2.0),  # ... and against procrastinate's
     ("cachequeue_c1_durable", "procrastinate_c1", 1.1),  # a durable commit per job, like them
     ("cachequeue_c1_durable", "pgqueuer_b1", 1.1),
+    # issue 33: the throughput mode against graphile-worker's throughput settings, and the
+    # defaults against the Node peers' defaults
+    ("cachequeue_prefetch", "graphile_throughput", 1.0),
+    ("cachequeue_c10", "graphile_default", 1.0),
+    ("cachequeue_c10", "pgboss_default", 1.0),
 ]
 LATENCY_TARGET_S = {"p50": 0.003, "p99": 0.006}  # our default's submit-to-start latency
 IDLE_TARGET = 0.3  # transactions/s of one idle worker of ours

@@ -33,7 +33,7 @@ from typing import Any
 from .. import db
 from ..errors import ConfigurationError
 from ..queue import Worker, kinds
-from ..queue.logline import LOGGER, formatter, log_line, one_line
+from ..queue.logline import LOGGER, LineHandler, log_line, one_line
 from ..queue.prefetch import MAX_PREFETCH
 from ..queue.worker import BATCH, BATCH_WAIT
 from .base import EXIT_HANDED_BACK, Command, UsageError, import_attribute
@@ -174,8 +174,12 @@ def _run(worker: Worker, start_errors: tuple[type[BaseException], ...] = (),
          start_status: int = 1) -> int:
     """Run `worker` with the signals wired; an error in `start_errors` (a broker that cannot
     be reached) is one line and `start_status`."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(formatter())
+    # A buffered stream of its own (sys.stderr writes at every newline): the throughput
+    # mode's loop writes a turn's lines at once (logline.LineHandler); lines from other
+    # threads, and every line of the other modes, are still written as they come.
+    stream = open(sys.stderr.fileno(), "w", buffering=1 << 16, encoding="utf-8",  # noqa: SIM115
+                  errors="backslashreplace", closefd=False)
+    handler = LineHandler(stream)
     LOGGER.addHandler(handler)
     LOGGER.setLevel(logging.INFO)
     LOGGER.propagate = False

@@ -44,7 +44,8 @@ from .retry import RetryPolicy
 __all__ = [
     "MAX_ERROR_CHARS", "MAX_HANDBACKS", "MAX_KEY_CHARS", "MAX_LEASE", "MAX_PAYLOAD_BYTES",
     "MAX_PRIORITY", "PRIORITY_AGING", "Claim", "JobStatus", "Submitted", "audit", "cancel",
-    "claim", "claim_many", "fail", "finish", "finish_many", "heartbeat", "history", "query",
+    "BATCH_PLAN", "claim", "claim_many", "fail", "finish", "finish_many", "finish_many_params",
+    "heartbeat", "history", "query",
     "release", "retry", "status", "submission", "submit",
 ]
 
@@ -292,6 +293,16 @@ def finish(conn: psycopg.Connection, claim: Claim, output: Any) -> bool:
     return _run_with_claim(conn, "finish", claim, params)[0] == 1
 
 
+def finish_many_params(job_ids: list[int], lease_tokens: list[uuid.UUID], outputs: list[str],
+                       schema: str) -> dict[str, str]:
+    """The parameters of the finish_many statement: an array literal of the ids, one of the
+    tokens and a JSON array of the outputs (each already JSON text, from to_json), joined as
+    strings (see queries.sql); the values must have been checked by the caller."""
+    return {"job_ids": "{" + ",".join(map(str, job_ids)) + "}",
+            "lease_tokens": "{" + ",".join(map(str, lease_tokens)) + "}",
+            "outputs": "[" + ",".join(outputs) + "]", "schema": schema}
+
+
 def finish_many(conn: psycopg.Connection, results: Iterable[tuple[Claim, Any]]) -> list[bool]:
     """finish() for several (claim, output) pairs in ONE statement; a bool per pair, in order.
 
@@ -311,10 +322,9 @@ def finish_many(conn: psycopg.Connection, results: Iterable[tuple[Claim, Any]]) 
     if len(set(job_ids)) != len(job_ids):
         raise ValueError("each job may appear once in finish_many()")
     first = pairs[0][0]
-    row = _run_with_claim(conn, "finish_many", first, {
-        "job_ids": job_ids, "lease_tokens": [p["lease_token"] for p in params],
-        "outputs": [to_json(output, "output") for _, output in pairs], "schema": first.schema},
-        prepare=BATCH_PLAN)
+    row = _run_with_claim(conn, "finish_many", first, finish_many_params(
+        job_ids, [p["lease_token"] for p in params],
+        [to_json(output, "output") for _, output in pairs], first.schema), prepare=BATCH_PLAN)
     finished = set(row[0])
     return [job_id in finished for job_id in job_ids]
 

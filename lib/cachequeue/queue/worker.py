@@ -60,7 +60,7 @@ from ..checks import check_bool, check_callable, check_int, check_seconds, check
 from . import fairness, jobs, registry
 from .inflight import InFlight
 from .limits import check_lease
-from .logline import info, one_line
+from .logline import flush_turn, info, one_line
 from .notify import CONNECTION_ERRORS, JobEvent, event, listen
 from .prefetch import check_prefetch, refill_at
 from .retry import RetryPolicy
@@ -228,6 +228,8 @@ class Worker:
             self.close()
         self._log("stopped", **{k: v for k, v in sorted(self.stats.items())},
                   listener_statements=self.listener_statements)
+        if self._prefetch:
+            flush_turn()
         return self.stats
 
     def run_once(self) -> Counter:
@@ -257,6 +259,9 @@ class Worker:
             self._disconnected(exc)
             if self._hand_back_due(self._clock()):
                 self._in_flight.abandon()
+        finally:
+            if self._prefetch:  # the turn's lines in one write (logline.LineHandler)
+                flush_turn()
         return self.stats - before
 
     @property

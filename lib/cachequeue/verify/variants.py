@@ -185,10 +185,10 @@ def _finish_many_by(name: str):
         if not pairs:
             return []
         ids = [claim.job_id for claim, _ in pairs]
-        row = conn.execute(statement, {
-            "job_ids": ids, "lease_tokens": [claim.lease_token for claim, _ in pairs],
-            "outputs": [to_json(output, "output") for _, output in pairs],
-            "schema": pairs[0][0].schema}).fetchone()
+        row = conn.execute(statement, jobs.finish_many_params(
+            ids, [claim.lease_token for claim, _ in pairs],
+            [to_json(output, "output") for _, output in pairs], pairs[0][0].schema),
+            prepare=jobs.BATCH_PLAN).fetchone()
         done = set(row[0])
         return [job_id in done for job_id in ids]
     return finish_many

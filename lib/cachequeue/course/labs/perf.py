@@ -306,9 +306,8 @@ def fence_cost(conn: psycopg.Connection, count: int) -> dict[str, Any]:
         raise ValueError("jobs are pending or running in this schema: drain or reset it first")
     plans.fill_pending(conn, count)
     claims = jobs.claim_many(conn, count, worker="fence-cost")
-    params = {"job_ids": [c.job_id for c in claims],
-              "lease_tokens": [c.lease_token for c in claims],
-              "outputs": ["null"] * len(claims), "schema": claims[0].schema}
+    params = jobs.finish_many_params([c.job_id for c in claims], [c.lease_token for c in claims],
+                                     ["null"] * len(claims), claims[0].schema)
     runs: dict[str, list[dict[str, float]]] = {"fenced": [], "unfenced": []}
     statements = {"fenced": jobs.query("finish_many").sql,
                   "unfenced": variants.mutant_sql("finish_many_unfenced")}

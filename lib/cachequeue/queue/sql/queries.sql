@@ -227,9 +227,14 @@ SELECT (SELECT count(*) FROM owned) AS finished, current_schema() AS schema;
 WITH clock AS MATERIALIZED (
     SELECT cq_now() AS now
 ),
+-- The batch arrives as three texts, not three lists of parameters: an array literal of the
+-- ids, one of the tokens, and one JSON array of the outputs (jobs.finish_many builds them
+-- by joining strings; adapting 3,000 values one by one took twice as long as the statement).
+-- ROWS FROM lines the three up by position.
 given AS (
     SELECT *
-    FROM unnest(%(job_ids)s::bigint[], %(lease_tokens)s::uuid[], %(outputs)s::text[]::jsonb[])
+    FROM ROWS FROM (unnest(%(job_ids)s::bigint[]), unnest(%(lease_tokens)s::uuid[]),
+                    jsonb_array_elements(%(outputs)s::jsonb))
          AS g (job_id, lease_token, output)
 ),
 owned AS (
