@@ -203,17 +203,21 @@ class _Sender:
 
 
 class InFlight:
-    """The held jobs of worker `name`; `stats` and `log(event, **fields)` are the worker's."""
+    """The held jobs of worker `name`; `stats`, `log(event, **fields)` and `log_each(lines)`
+    (several (event, job, attempt) lines at once; by default `log` for each) are the worker's."""
 
     def __init__(self, name: str, connect: Callable[[], psycopg.Connection],
                  handlers: Mapping[str, Callable[..., Any]], *, poke: Callable[[], None],
                  log: Callable[..., None], stats: Counter, policy: RetryPolicy | None,
+                 log_each: Callable[[list[tuple[str, int, int]]], None] | None = None,
                  rng: random.Random, lease: float, batch: int = 1,
                  batch_wait: float = 0.0, prefetch: int = 0, concurrency: int = 1,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._name, self._connect, self._handlers = name, connect, dict(handlers)
         self._with_ctx = {kind: takes_context(h) for kind, h in self._handlers.items()}
         self._poke, self._log, self._stats = poke, log, stats
+        # (event, job, attempt) lines of one statement's answer, in order (logline.info_each)
+        self._log_each = log_each or (lambda lines: [log(e, job=j, attempt=a) for e, j, a in lines])
         self._policy, self._rng = policy, rng
         self._lease, self._batch_size, self._batch_wait = lease, batch, batch_wait
         self._held: dict[uuid.UUID, _Running] = {}
@@ -396,13 +400,15 @@ class InFlight:
                 self._batch, self._batch_jobs, self._batch_since = saved
             return
         self._stats["batches"] += 1
+        lines = []
         for (claim, _), ok in zip(batch, outcome, strict=True):
             if claim.lease_token not in self._held:  # abandoned meanwhile
                 continue
             del self._held[claim.lease_token]
             event = "finished" if ok else "rejected"
             self._stats[event] += 1
-            self._log(event, job=claim.job_id, attempt=claim.attempt)
+            lines.append((event, claim.job_id, claim.attempt))
+        self._log_each(lines)
 
     def _joins(self, conn: psycopg.Connection, running: _Running, result: Result,
                now: float) -> bool:
@@ -479,13 +485,15 @@ class InFlight:
         unsure = [claim for (claim, _), ok in zip(self._batch, finished, strict=True)
                   if not ok and self._held[claim.lease_token].unsure]
         settled = self._settled_many(conn, unsure) if unsure else {}
+        lines = []
         for (claim, _), ok in zip(self._batch, finished, strict=True):
             if not ok and settled.get(claim.lease_token) == "done":
                 ok = True  # the earlier flush did commit this row before the connection dropped
             del self._held[claim.lease_token]
             event = "finished" if ok else "rejected"
             self._stats[event] += 1
-            self._log(event, job=claim.job_id, attempt=claim.attempt)
+            lines.append((event, claim.job_id, claim.attempt))
+        self._log_each(lines)
         self._recording = []
         self._batch.clear()
         self._batch_jobs.clear()

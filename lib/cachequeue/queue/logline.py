@@ -23,8 +23,8 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["LOGGER", "LineHandler", "flush_turn", "formatter", "info", "log_line", "one_line",
-           "parse"]
+__all__ = ["LOGGER", "LineHandler", "flush_turn", "formatter", "info", "info_each", "log_line",
+           "one_line", "parse"]
 
 LOGGER = logging.getLogger("cachequeue.worker")
 
@@ -60,15 +60,39 @@ def info(worker: str, event: str, **fields: Any) -> None:
     filter, no other handler, no propagation), the line goes straight to it without a
     LogRecord, which was half of the cost of a line (4.6 of 6.4 µs; the throughput mode
     writes one `finished` line per job)."""
-    handlers = LOGGER.handlers
-    if (len(handlers) == 1 and type(handlers[0]) is LineHandler and not LOGGER.propagate
-            and not LOGGER.filters and not handlers[0].filters
-            and LOGGER.isEnabledFor(logging.INFO) and handlers[0].level <= logging.INFO):
-        handlers[0].write_line(log_line(worker, event, **fields))
+    direct = _direct()
+    if direct is not None:
+        direct.write_lines([log_line(worker, event, **fields)])
         return
     if LOGGER.isEnabledFor(logging.INFO):  # the line is built only if it is written
         LOGGER.handle(LOGGER.makeRecord(LOGGER.name, logging.INFO, "", 0,
                                         log_line(worker, event, **fields), (), None))
+
+
+def info_each(worker: str, events: list[tuple[str, int, int]]) -> None:
+    """`info(worker, event, job=job, attempt=attempt)` for each (event, job, attempt), in
+    order. Where only the command's LineHandler listens, the lines are one string written
+    at once: the answer to a completion statement of the throughput mode is a thousand
+    `finished` lines, and a record each was a fifth of the worker's time."""
+    direct = _direct()
+    if direct is None:
+        for event, job, attempt in events:
+            info(worker, event, job=job, attempt=attempt)
+        return
+    if events:
+        direct.write_lines([f"{worker} {event} job={job:d} attempt={attempt:d}"
+                            for event, job, attempt in events])
+
+
+def _direct() -> LineHandler | None:
+    """LOGGER's only handler when it is a LineHandler that takes INFO and nothing else would
+    see a record (no filters, no propagation): lines may then skip the LogRecord."""
+    handlers = LOGGER.handlers
+    if (len(handlers) == 1 and type(handlers[0]) is LineHandler and not LOGGER.propagate
+            and not LOGGER.filters and not handlers[0].filters
+            and LOGGER.isEnabledFor(logging.INFO) and handlers[0].level <= logging.INFO):
+        return handlers[0]
+    return None
 
 
 def _read(text: str) -> Any:
@@ -145,18 +169,19 @@ class LineHandler(logging.StreamHandler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self.write_line(None, record)
+            self._write(self.format(record) + "\n")
         except Exception:  # as StreamHandler.emit: report it on stderr, never raise
             self.handleError(record)
 
-    def write_line(self, message: str | None, record: logging.LogRecord | None = None) -> None:
-        """Write `message` (or the formatted `record`) with the time in front."""
+    def write_lines(self, messages: list[str]) -> None:
+        """Write each message as a line with the time (one time for all) in front."""
         now = time.time()
         with self.lock:  # also serialises the formatter's per-second stamp
-            if record is None:
-                text = f"{self.formatter.stamp(now)} {message}\n"
-            else:
-                text = self.format(record) + "\n"
+            stamp = self.formatter.stamp(now) + " "
+            self._write(stamp + ("\n" + stamp).join(messages) + "\n")
+
+    def _write(self, text: str) -> None:
+        with self.lock:
             self.stream.write(text)
             if threading.get_ident() != self._owner:
                 self.stream.flush()

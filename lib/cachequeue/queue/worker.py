@@ -60,7 +60,7 @@ from ..checks import check_bool, check_callable, check_int, check_seconds, check
 from . import fairness, jobs, registry
 from .inflight import InFlight
 from .limits import check_lease
-from .logline import flush_turn, info, one_line
+from .logline import flush_turn, info, info_each, one_line
 from .notify import CONNECTION_ERRORS, JobEvent, event, listen
 from .prefetch import check_prefetch, refill_at
 from .retry import RetryPolicy
@@ -159,6 +159,7 @@ class Worker:
         self._wake_w.setblocking(False)
         self._wake_r.setblocking(False)
         self._in_flight = InFlight(self.name, connect, handlers, poke=self._poke, log=self._log,
+                                   log_each=self._log_each,
                                    stats=self.stats, policy=policy, rng=self._rng,
                                    lease=self._lease, batch=self._batch,
                                    batch_wait=self._batch_wait, prefetch=self._prefetch,
@@ -206,6 +207,9 @@ class Worker:
 
     def _log(self, event: str, **fields: Any) -> None:
         info(self.name, event, **fields)
+
+    def _log_each(self, lines: list[tuple[str, int, int]]) -> None:
+        info_each(self.name, lines)
 
     # ------------------------------------------------------------------ the loop
 

@@ -115,7 +115,13 @@ CREATE TABLE job_attempts (
     rejected_at     timestamptz,
     PRIMARY KEY (job_id, attempt),
     CONSTRAINT rejected_has_time CHECK ((rejected_report IS NULL) = (rejected_at IS NULL))
-);
+)
+-- An attempt row is written twice: opened by the claim, closed by the report a moment later,
+-- changing no indexed column. Half of each page is left free, so that the second write can
+-- be a HOT update (the new version on the same page, no new index entries): 86 % of the
+-- closes were HOT instead of 2 % at the default fillfactor (100), and a finish_many of
+-- 1,000 rows cost 18.4 instead of 21.7 µs per job (bench/worker_throughput.py's machine).
+WITH (fillfactor = 50);
 
 -- The result of a job: at most one row per job, written in finish()'s transaction.
 CREATE TABLE job_results (
