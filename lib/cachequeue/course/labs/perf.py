@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from ... import sqlfile
@@ -64,7 +65,7 @@ from ...localserver import shown
 from ...queue import Worker, jobs
 from ..probes import plans
 
-__all__ = ["NOOP_HANDLERS", "SLOW_HANDLERS", "SLOW_S", "claim_cost", "fence_cost", "commit_times", "crash_before_flush", "describe_url",
+__all__ = ["NOOP_HANDLERS", "SLOW_HANDLERS", "SLOW_S", "claim_cost", "fence_cost", "generic_plan", "commit_times", "crash_before_flush", "describe_url",
            "drain_rate", "jobs_ceiling", "load", "machine", "noop", "query", "read_stamps",
            "recorded", "settings", "slow", "stamp", "stop_with_local_queue", "summary",
            "throughput_mode", "transactions",
@@ -300,14 +301,7 @@ def fence_cost(conn: psycopg.Connection, count: int) -> dict[str, Any]:
     (rows it took) and `refused` (job ids it refused). Nothing is left running."""
     from ...verify import variants  # the mutant's text: the real statement minus the fence
 
-    check_int(count, "count", minimum=2, maximum=5000)
-    check_autocommit_idle(conn, "conn")
-    if conn.execute(query("unsettled_jobs").sql).fetchone()[0]:
-        raise ValueError("jobs are pending or running in this schema: drain or reset it first")
-    plans.fill_pending(conn, count)
-    claims = jobs.claim_many(conn, count, worker="fence-cost")
-    params = jobs.finish_many_params([c.job_id for c in claims], [c.lease_token for c in claims],
-                                     ["null"] * len(claims), claims[0].schema)
+    claims, params = _claimed_batch(conn, count, "fence-cost")
     runs: dict[str, list[dict[str, float]]] = {"fenced": [], "unfenced": []}
     statements = {"fenced": jobs.query("finish_many").sql,
                   "unfenced": variants.mutant_sql("finish_many_unfenced")}
@@ -324,6 +318,110 @@ def fence_cost(conn: psycopg.Connection, count: int) -> dict[str, Any]:
     return {"rows": len(claims), "runs": runs, "accepted": sum(written),
             "refused": [c.job_id for c, ok in zip(claims, written, strict=True) if not ok],
             "taken_over": taker.job_id}
+
+
+def _claimed_batch(conn: psycopg.Connection, count: int,
+                   worker: str) -> tuple[list[jobs.Claim], dict[str, str]]:
+    """`count` new pending jobs claimed by `worker` in one statement, and the parameters of
+    the finish_many that would complete them all (outputs null). Refuses a schema that has
+    jobs pending or running already (their claims would mix with these)."""
+    check_int(count, "count", minimum=2, maximum=5000)
+    check_autocommit_idle(conn, "conn")
+    if conn.execute(query("unsettled_jobs").sql).fetchone()[0]:
+        raise ValueError("jobs are pending or running in this schema: drain or reset it first")
+    plans.fill_pending(conn, count)
+    claims = jobs.claim_many(conn, count, worker=worker)
+    return claims, jobs.finish_many_params([c.job_id for c in claims],
+                                           [c.lease_token for c in claims],
+                                           ["null"] * len(claims), claims[0].schema)
+
+
+def generic_plan(conn: psycopg.Connection, count: int) -> dict[str, Any]:
+    """Why `jobs.finish_many` is planned at every call (`jobs.BATCH_PLAN`). `count` pending
+    jobs are claimed in one statement (after an ANALYZE of the jobs table), then the finish_many
+    of all of them runs under EXPLAIN ANALYZE, rolled back, in two forms and with two plans each:
+
+    - forms: `arrays` sends the batch as three array parameters (`unnest($1, $2, $3)`, the
+      statement's first form), `texts` as three texts lined up by `ROWS FROM` (its form now);
+    - plans: `custom`, made for these values (unprepared, as psycopg sends it with
+      prepare=False), and `generic`, made without looking at them (a prepared statement under
+      `plan_cache_mode = force_generic_plan`: the plan PostgreSQL may keep after five runs).
+
+    Each of the four: `ms` (execution time), `batch_estimate` (the rows the planner expected
+    from the batch; it has `count`), `join` (how the batch meets the held jobs: the join node
+    under the UPDATE of jobs) and `compared` (rows that join read and threw away, its "Rows
+    Removed by Join Filter", plus the rows it returned). Then the batch is finished for real."""
+    conn.execute("ANALYZE jobs")  # the planner's picture of the table as it is now
+    claims, texts = _claimed_batch(conn, count, "generic-plan")
+    arrays = {"job_ids": [c.job_id for c in claims], "lease_tokens": [c.lease_token for c in claims],
+              "outputs": ["null"] * len(claims), "schema": claims[0].schema}
+    statement = jobs.query("finish_many").sql
+    forms = {"arrays": (_arrays_form(statement), arrays, ("bigint[]", "uuid[]", "text[]", "text")),
+             "texts": (statement, texts, ("text", "text", "text", "text"))}
+    found: dict[str, dict[str, Any]] = {}
+    for form, (text, params, types) in forms.items():
+        found[form] = {"custom": _plan_facts(plans.explain(conn, text, params, analyze=True)),
+                       "generic": _plan_facts(_generic_explain(conn, text, params, types))}
+    written = jobs.finish_many(conn, [(c, None) for c in claims])
+    if not all(written):
+        raise RuntimeError("another claim took some of these jobs meanwhile: run it on a "
+                           "schema no worker uses")
+    return {"rows": len(claims), **found}
+
+
+def _arrays_form(statement: str) -> str:
+    """finish_many with its batch as three array parameters, as it was first written."""
+    texts = ("ROWS FROM (unnest(%(job_ids)s::bigint[]), unnest(%(lease_tokens)s::uuid[]),\n"
+             "                    jsonb_array_elements(%(outputs)s::jsonb))")
+    if statement.count(texts) != 1:
+        raise RuntimeError("finish_many no longer reads its batch with ROWS FROM: "
+                           "update perf._arrays_form")
+    return statement.replace(texts, "unnest(%(job_ids)s::bigint[], %(lease_tokens)s::uuid[], "
+                                    "%(outputs)s::text[]::jsonb[])")
+
+
+def _generic_explain(conn: psycopg.Connection, text: str, params: Mapping[str, Any],
+                     types: Sequence[str]) -> Any:
+    """EXPLAIN ANALYZE of `text` prepared and run with its generic plan, rolled back."""
+    prepared = text
+    for k, name in enumerate(params, 1):
+        prepared = prepared.replace(f"%({name})s", f"${k}")
+    args = sql.SQL(", ").join(sql.SQL("%({})s::{}").format(sql.SQL(name), sql.SQL(kind))
+                              for name, kind in zip(params, types, strict=True))
+    if conn.execute(query("prepared_here").sql).fetchone()[0]:  # left by a failed call
+        conn.execute("DEALLOCATE generic_finish_many")
+    cursor = psycopg.ClientCursor(conn)  # EXECUTE's arguments as literals
+    try:
+        with conn.transaction():
+            conn.execute(sql.SQL("PREPARE generic_finish_many ({}) AS {}").format(
+                sql.SQL(", ").join(map(sql.SQL, types)), sql.SQL(prepared)))
+            conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+            cursor.execute(sql.SQL("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "
+                                   "EXECUTE generic_finish_many ({})").format(args).as_string(conn),
+                           params)
+            doc = cursor.fetchone()[0]
+            conn.execute("DEALLOCATE generic_finish_many")
+            raise _RolledBack(doc)
+    except _RolledBack as done:
+        return done.args[0]
+
+
+def _plan_facts(doc: Any) -> dict[str, Any]:
+    doc = json.loads(doc) if isinstance(doc, str) else doc
+    update = next(n for n in plans.nodes(doc[0]["Plan"])
+                  if n["Node Type"] == "ModifyTable" and n.get("Relation Name") == "jobs")
+    join = next(n for n in plans.nodes(update) if n["Node Type"] in _JOINS)
+    batch = next(n for n in plans.nodes(doc[0]["Plan"]) if n["Node Type"] == "Function Scan")
+    return {"ms": round(doc[0]["Execution Time"], 3), "batch_estimate": batch["Plan Rows"],
+            "join": join["Node Type"],
+            "compared": int(join.get("Rows Removed by Join Filter", 0) + join["Actual Rows"])}
+
+
+_JOINS = ("Nested Loop", "Hash Join", "Merge Join")
+
+
+class _RolledBack(Exception):
+    """Leaves a transaction block so that it rolls back."""
 
 
 def stop_with_local_queue(connect: Callable[[], psycopg.Connection], count: int, *,

@@ -7,6 +7,7 @@ run's `targets` into a short table.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,18 +20,32 @@ __all__ = ["CJK_FONT", "plot_cache_hits", "plot_claim_cost", "plot_latency", "pl
            "plot_workloads", "targets_table"]
 
 _MARKERS = "os^vD<>"
+_LOG_SPREAD = 30  # fastest / slowest median above which the rate axis is logarithmic
 
 
 def plot_throughput(run: Mapping[str, Any]) -> Figure:
     """Median jobs/s against worker processes, one line per system (bench/worker_throughput.py,
     bench/broker_throughput.py). Where a run marks some of its systems as defaults
     (`systems[name]["default"]`), the others are dashed and the defaults labelled."""
-    fig = Figure(figsize=(6.4, 3.8))
+    many = len(run["median_jobs_per_second"]) > len(_MARKERS)
+    fig = Figure(figsize=(8.4 if many else 6.4, 4.4 if many else 3.8))
     ax = fig.subplots()
-    _rate_lines(ax, run, run["median_jobs_per_second"],
-                f"{run['parameters']['jobs']:,} 个空任务的排空速度")
+    _rate_lines(ax, run, run["median_jobs_per_second"], _drain_title(run))
     fig.tight_layout()
     return fig
+
+
+def _drain_title(run: Mapping[str, Any]) -> str:
+    """'N 个空任务的排空速度', naming the systems whose drains had another size (--fast-jobs)."""
+    jobs = run["parameters"]["jobs"]
+    other: dict[int, set[str]] = {}
+    for r in run.get("runs", []):
+        if r.get("jobs", jobs) != jobs:
+            other.setdefault(r["jobs"], set()).add(r["system"])
+    title = f"{jobs:,} 个空任务的排空速度"
+    for size, systems in sorted(other.items(), reverse=True):
+        title += f"\n（{'、'.join(sorted(systems))} 每次 {size:,} 个）"
+    return title
 
 
 def plot_workloads(run: Mapping[str, Any]) -> Figure:
@@ -59,7 +74,7 @@ def _rate_lines(ax: Any, run: Mapping[str, Any], rates: Mapping[str, Mapping[str
     default = {name: bool(system.get("default", True))
                for name, system in run.get("systems", {}).items()}
     mixed = len(set(default.values())) > 1  # only then does "default" tell lines apart
-    for (system, by_count), marker in zip(rates.items(), _MARKERS, strict=False):
+    for (system, by_count), marker in zip(rates.items(), itertools.cycle(_MARKERS)):
         counts = sorted(by_count, key=int)
         dashed = mixed and not default.get(system, True)
         ax.plot([int(c) for c in counts], [by_count[c] for c in counts],
@@ -69,9 +84,19 @@ def _rate_lines(ax: Any, run: Mapping[str, Any], rates: Mapping[str, Mapping[str
     ax.set_xlabel("工作者进程数")
     ax.set_ylabel("任务/秒（中位数）")
     ax.set_title(title)
-    ax.set_ylim(bottom=0)
+    values = [v for by_count in rates.values() for v in by_count.values() if v]
+    if values and max(values) > _LOG_SPREAD * min(values):
+        # a thousand-fold range (pg-boss's default polls, graphile-worker's local queue):
+        # on a linear axis every slow system would lie on the floor
+        ax.set_yscale("log")
+        ax.set_ylabel("任务/秒（中位数，对数刻度）")
+    else:
+        ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
+    if len(rates) > len(_MARKERS):  # many lines: the legend beside the axes, not over them
+        ax.legend(fontsize="x-small", loc="center left", bbox_to_anchor=(1.01, 0.5))
+    else:
+        ax.legend(fontsize="small")
 
 
 def plot_claim_cost(run: Mapping[str, Any]) -> Figure:

@@ -69,6 +69,10 @@ SELECT (SELECT count(DISTINCT started_at) FROM job_attempts WHERE job_id > %(aft
 -- Jobs pending or running: a throughput_mode run refuses to start while there are any (their claims would mix with its own).
 SELECT count(*) FROM jobs WHERE state IN ('pending', 'running');
 
+-- name: prepared_here
+-- Whether this session still holds generic_plan()'s prepared statement (a call that failed midway).
+SELECT count(*) > 0 FROM pg_prepared_statements WHERE name = 'generic_finish_many';
+
 -- name: expire_lease
 -- Let one running job's lease run out now (a holder that went silent), so another claim can take it over.
 UPDATE jobs SET locked_until = cq_now() - interval '1 second' WHERE id = %(job_id)s AND state = 'running';
