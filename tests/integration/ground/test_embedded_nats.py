@@ -14,15 +14,13 @@ import time
 import nats.errors
 import nats.js.errors
 import pytest
+from serverkit import started_by_two_processes
 
 from cachequeue import embedded_nats, servers
 from cachequeue.errors import ConfigurationError, NatsUnavailable
 
 pytestmark = [pytest.mark.nats, pytest.mark.private_server,  # servers of its own
               pytest.mark.usefixtures("nats_binary")]
-
-START = "from cachequeue.embedded_nats import Server; import sys; print(Server(sys.argv[1]).start())"
-
 
 async def _retried(call):
     """`call()` until it succeeds: a killed stream leader is replaced within seconds, and
@@ -55,23 +53,13 @@ async def _publish_and_count(url: str, stream: str, n: int, *, replicas: int = 1
 
 def test_two_processes_starting_one_folder_share_one_server(tmp_path):
     server = embedded_nats.Server(tmp_path / "nats")
-    try:
-        procs = [subprocess.Popen([sys.executable, "-c", START, str(server.folder)],
-                                  stdout=subprocess.PIPE, text=True) for _ in range(2)]
-        urls = [proc.communicate(timeout=60)[0].strip() for proc in procs]
-        assert urls == [server.url, server.url]
+    with started_by_two_processes("cachequeue.embedded_nats", server):
         assert server.url.startswith("nats://127.0.0.1:")  # loopback only
-        pid = server.pid()
-        assert server.start() == server.url and server.pid() == pid  # reused, not restarted
         said = embedded_nats.info(server.url)
         assert said["jetstream"] is True and said["host"] == "127.0.0.1"
         varz = server.monitor("varz")
         assert varz["http_host"] == "127.0.0.1" and varz["jetstream"]["config"]["store_dir"] \
             == str(server.store_dir / "jetstream")
-    finally:
-        assert server.stop() is True
-    assert not server.running and server.pid() is None
-    assert server.stop() is False
 
 
 def test_a_private_server_keeps_its_ports_and_its_file_store_across_a_kill():

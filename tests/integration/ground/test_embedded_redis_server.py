@@ -8,6 +8,7 @@ import sys
 
 import pytest
 import redis
+from serverkit import started_by_two_processes
 
 from cachequeue import embedded_redis, shared
 from cachequeue.errors import RedisUnavailable
@@ -15,27 +16,13 @@ from cachequeue.errors import RedisUnavailable
 pytestmark = [pytest.mark.redis, pytest.mark.private_server,  # servers of its own homes
               pytest.mark.usefixtures("redis_binary")]
 
-START = "from cachequeue.embedded_redis import Server; import sys; print(Server(sys.argv[1]).start())"
-
-
 def test_two_processes_starting_one_folder_share_one_server(tmp_path):
     server = embedded_redis.Server(tmp_path / "redis")
-    try:
-        procs = [subprocess.Popen([sys.executable, "-c", START, str(server.folder)],
-                                  stdout=subprocess.PIPE, text=True) for _ in range(2)]
-        urls = [proc.communicate(timeout=60)[0].strip() for proc in procs]
-        assert urls == [server.url, server.url]
-        assert server.running
-        pid = server.pid()
-        assert server.start() == server.url and server.pid() == pid  # reused, not restarted
+    with started_by_two_processes("cachequeue.embedded_redis", server):
         client = shared.connect(server.url)
         config = {name: client.config_get(name)[name] for name in ("port", "save", "appendonly")}
         assert config == {"port": "0", "save": "", "appendonly": "no"}  # socket only, no disk
         client.close()
-    finally:
-        assert server.stop() is True
-    assert not server.running and server.pid() is None
-    assert server.stop() is False
 
 
 def test_a_private_server_is_started_removes_its_folder_and_survives_a_freeze():

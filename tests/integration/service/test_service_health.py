@@ -4,6 +4,7 @@ that is stopped is a private throw-away one, whatever DATABASE_URL says."""
 
 import threading
 import time
+from contextlib import contextmanager
 
 import httpx
 import pytest
@@ -99,21 +100,29 @@ def server():
         yield s
 
 
-@pytest.mark.private_server  # the server it stops is its own
-def test_stopping_the_database_fails_readiness_not_liveness(server):
-    app = webapp.create_app("svc_health", url=server.url, ready_timeout=1.0, pool_timeout=1.0)
+@contextmanager
+def served_on(server, schema):
+    """The course's app on `schema` of the private `server`, with 1 s readiness and pool
+    timeouts, served in a thread; an httpx client of it. The app is stopped on the way out."""
+    app = webapp.create_app(schema, url=server.url, ready_timeout=1.0, pool_timeout=1.0)
     uv, thread, url = serve(app)[:3]
     try:
         with httpx.Client(base_url=url, timeout=30) as http:
-            assert http.get("/readyz").status_code == 200
-            server.stop()
-            alive, ready = http.get("/healthz"), http.get("/readyz")
-            refused = http.post("/v1/jobs", json={"kind": "noop"}, headers=auth(11))
-            server.start()
-            wait_until(lambda: http.get("/readyz").status_code == 200, 60, "ready again")
-            accepted = http.post("/v1/jobs", json={"kind": "noop"}, headers=auth(11))
+            yield http
     finally:
         stop(app, uv, thread)
+
+
+@pytest.mark.private_server  # the server it stops is its own
+def test_stopping_the_database_fails_readiness_not_liveness(server):
+    with served_on(server, "svc_health") as http:
+        assert http.get("/readyz").status_code == 200
+        server.stop()
+        alive, ready = http.get("/healthz"), http.get("/readyz")
+        refused = http.post("/v1/jobs", json={"kind": "noop"}, headers=auth(11))
+        server.start()
+        wait_until(lambda: http.get("/readyz").status_code == 200, 60, "ready again")
+        accepted = http.post("/v1/jobs", json={"kind": "noop"}, headers=auth(11))
     assert alive.status_code == 200
     assert ready.status_code == 503 and ready.json()["code"] == "not_ready"
     assert refused.status_code == 503 and refused.json()["code"] == "database_unavailable"
@@ -154,16 +163,11 @@ def test_a_server_that_takes_no_writes_is_not_ready(schema):
 
 @pytest.mark.private_server  # the server it stops is its own
 def test_a_public_readiness_answer_names_no_driver_class(server):
-    app = webapp.create_app("svc_reasons", url=server.url, ready_timeout=1.0, pool_timeout=1.0)
-    uv, thread, url = serve(app)[:3]
-    try:
-        with httpx.Client(base_url=url, timeout=30) as http:
-            server.stop()
-            down = http.get("/readyz")
-            server.start()
-            wait_until(lambda: http.get("/readyz").status_code == 200, 60, "ready again")
-    finally:
-        stop(app, uv, thread)
+    with served_on(server, "svc_reasons") as http:
+        server.stop()
+        down = http.get("/readyz")
+        server.start()
+        wait_until(lambda: http.get("/readyz").status_code == 200, 60, "ready again")
     detail = down.json()["detail"]
     assert down.status_code == 503 and detail.startswith("the database is not usable: ")
     assert not any(name in detail for name in ("PoolTimeout", "OperationalError",

@@ -2,21 +2,9 @@
 database access; a good one reaches the Worker."""
 
 import pytest
+from test_cli import GOOD, assert_usage_error, no_database  # noqa: F401 (no_database is autouse: a tripwire here too)
 
-from cachequeue import cli, db
-from cachequeue.cli import base
-
-GOOD = ["worker", "--schema", "ch06", "--handlers", "cachequeue.course.app.effects:EFFECT_HANDLERS"]
-
-
-@pytest.fixture(autouse=True)
-def no_database(monkeypatch):
-    def tripwire(*args, **kwargs):
-        raise AssertionError("the command touched the database")
-
-    monkeypatch.setattr(db, "connect", tripwire)
-    monkeypatch.setattr(db.embedded, "start", tripwire)
-    monkeypatch.delenv("DATABASE_URL", raising=False)
+from cachequeue import cli
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -28,10 +16,7 @@ def no_database(monkeypatch):
     (GOOD + ["--prefetch", "10", "--fair"], "prefetch and fair do not go together"),
 ])
 def test_bad_prefetch_is_one_line_and_exit_2(capsys, argv, message):
-    assert cli.main(argv) == base.EXIT_USAGE
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("cachequeue"), err
-    assert message in err
+    assert_usage_error(capsys, argv, message)
 
 
 def test_a_good_prefetch_reaches_the_worker():

@@ -7,23 +7,13 @@ import fakeredis
 import pytest
 
 from cachequeue.course.graders import ch10
+from cachequeue.shared.lock import EXTEND_SCRIPT
 
 NS = "cq:t_extend:"
-REFERENCE = """
-if redis.call('get', KEYS[1]) == ARGV[1] then
-    return redis.call('pexpire', KEYS[1], ARGV[2])
-end
-return 0
-"""
-
-
-@pytest.fixture
-def client():
-    return fakeredis.FakeRedis(decode_responses=True)
 
 
 def reference(client, key, owner, ttl_ms):
-    return client.register_script(REFERENCE)(keys=[key], args=[owner, ttl_ms]) == 1
+    return client.register_script(EXTEND_SCRIPT)(keys=[key], args=[owner, ttl_ms]) == 1
 
 
 def eval_with_set_xx(client, key, owner, ttl_ms):
@@ -70,12 +60,12 @@ def recreates(client, key, owner, ttl_ms):
 
 
 def seconds(client, key, owner, ttl_ms):
-    script = client.register_script(REFERENCE.replace("pexpire", "expire"))
+    script = client.register_script(EXTEND_SCRIPT.replace("pexpire", "expire"))
     return script(keys=[key], args=[owner, ttl_ms]) == 1
 
 
 def raw_reply(client, key, owner, ttl_ms):
-    return client.register_script(REFERENCE)(keys=[key], args=[owner, ttl_ms])
+    return client.register_script(EXTEND_SCRIPT)(keys=[key], args=[owner, ttl_ms])
 
 
 def student(client, key, owner, ttl_ms):

@@ -7,21 +7,16 @@ import fakeredis
 import pytest
 
 from cachequeue.course.probes import redislab
+from cachequeue.shared.lock import EXTEND_SCRIPT
 
 KEY = "cq:t_unit:lock"
-EXTEND = """
-if redis.call('get', KEYS[1]) == ARGV[1] then
-    return redis.call('pexpire', KEYS[1], ARGV[2])
-end
-return 0
-"""
 
 
 @pytest.fixture
-def client():
-    r = fakeredis.FakeRedis(decode_responses=True)
-    r.set(KEY, "me", px=5_000)
-    return r
+def client(client):
+    """The conftest's fakeredis client, with "me" holding the lock."""
+    client.set(KEY, "me", px=5_000)
+    return client
 
 
 def test_between_two_commands_the_hold_expires_and_the_rival_acquires(client):
@@ -34,7 +29,7 @@ def test_between_two_commands_the_hold_expires_and_the_rival_acquires(client):
 
 
 def test_one_script_has_no_gap_even_when_it_must_be_loaded_first(client):
-    script = client.register_script(EXTEND)
+    script = client.register_script(EXTEND_SCRIPT)
     client.script_flush()  # EVALSHA fails once (NoScriptError), SCRIPT LOAD, EVALSHA again
     with redislab.takeover_between(client, KEY, owner="rival", ttl_ms=5_000) as seen:
         reply = script(keys=[KEY], args=["me", 60_000])

@@ -112,6 +112,17 @@ def _ask(stops_growing: Callable[..., Any], reps: dict[int, list[float]]) -> Any
     return got
 
 
+def _judge(stops_growing: Callable[..., Any], reps: dict[int, list[float]], where: str,
+           rates: str, tail: str = "") -> None:
+    """Ask `stops_growing` about one run and fail unless it gives an answer the data supports;
+    the message names the run (`where`), the rates (`rates`: {reps}) and ends with `tail`."""
+    supported = answers(reps)
+    got = _ask(stops_growing, reps)
+    if got not in supported:
+        raise AssertionError(
+            f"{where}：数据支持的答案是 {sorted(supported)}，实际是 {got}（{rates}：{reps}{tail}）")
+
+
 def check_measured(measured: Any) -> dict[int, list[float]]:
     """A sweep measured in the notebook: {setting (a positive int): [rates > 0]}, 2 to
     MAX_SETTINGS settings, each with 2 to MAX_REPS repetitions; a plain copy of it.
@@ -144,17 +155,8 @@ def check_stops_growing(stops_growing: Callable[..., Any], measured: Any = None)
             raise AssertionError(f"{message}：实际是 {got}")
     for record in RECORDS:
         for system, reps in recorded_reps(record).items():
-            supported = answers(reps)
-            got = _ask(stops_growing, reps)
-            if got not in supported:
-                raise AssertionError(
-                    f"记录 {record} 里的 {system}：数据支持的答案是 {sorted(supported)}，实际是 {got}"
-                    f"（各档各轮的速率：{reps}）")
+            _judge(stops_growing, reps, f"记录 {record} 里的 {system}", "各档各轮的速率")
     if sweep is not None:
-        supported = answers(sweep)
-        got = _ask(stops_growing, sweep)
-        if got not in supported:
-            raise AssertionError(
-                f"本章第 12 节现场量的批大小：数据支持的答案是 {sorted(supported)}，实际是 {got}"
-                f"（各批大小各轮的速率：{sweep}；{BATCH_SECTION}）")
+        _judge(stops_growing, sweep, "本章第 12 节现场量的批大小", "各批大小各轮的速率",
+               f"；{BATCH_SECTION}")
     return PASSED

@@ -25,7 +25,6 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,7 @@ from ... import sqlfile
 from ...checks import check_int, check_seconds, check_text
 from ...queue.context import JobContext
 from ..probes import tablelocks
-from ..views import scrapes
+from .overload import metric, until
 
 __all__ = ["HANDLERS", "HANDLERS_SPEC", "MAX_IN_FLIGHT", "MIB", "POOL_SIZE", "SMALL_APP", "crowd",
            "hold", "rss", "small_app", "waiting_for_jobs"]
@@ -90,19 +89,6 @@ def waiting_for_jobs(conn: psycopg.Connection) -> int:
     return conn.execute(_QUERIES["waiting_for_jobs"].sql).fetchone()[0]
 
 
-def _until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what} did not happen within {timeout:g} s")
-        time.sleep(0.02)  # re-check an observable condition; no outcome depends on this delay
-
-
-def _in_flight(client: Any) -> float:
-    scrape = scrapes.frame(client.get("/metrics").text)
-    return float(scrapes.series(scrape, "cq_http_in_flight").iloc[0])
-
-
 def crowd(conn: psycopg.Connection, schema: str, *, api_url: str, metrics_url: str,
           headers: dict[str, str], job_id: int, timeout: float = 30.0) -> dict[str, Any]:
     """Fill small_app's limits and ask once more (see the module docstring). Returns what
@@ -126,17 +112,17 @@ def crowd(conn: psycopg.Connection, schema: str, *, api_url: str, metrics_url: s
                        for i in range(MAX_IN_FLIGHT)]
             for thread in threads:
                 thread.start()
-            _until(lambda: _in_flight(operator) == MAX_IN_FLIGHT, timeout,
-                   f"{MAX_IN_FLIGHT} requests in flight")
-            _until(lambda: waiting_for_jobs(conn) == POOL_SIZE, timeout,
-                   f"{POOL_SIZE} sessions waiting for the lock")
-            seen = {"in_flight": _in_flight(operator), "waiting": waiting_for_jobs(conn)}
+            until(lambda: metric(operator, "cq_http_in_flight") == MAX_IN_FLIGHT, timeout,
+                  f"{MAX_IN_FLIGHT} requests in flight", poll=0.02)
+            until(lambda: waiting_for_jobs(conn) == POOL_SIZE, timeout,
+                  f"{POOL_SIZE} sessions waiting for the lock", poll=0.02)
+            seen = {"in_flight": metric(operator, "cq_http_in_flight"), "waiting": waiting_for_jobs(conn)}
             started = time.perf_counter()
             extra = api.get(path, headers=headers)
             seen["extra_seconds"] = time.perf_counter() - started
         for thread in threads:
             thread.join(timeout)
-        shed = scrapes.series(scrapes.frame(operator.get("/metrics").text), "cq_http_shed_total")
+        shed = metric(operator, "cq_http_shed_total")
     return seen | {"extra_status": extra.status_code, "extra_code": extra.json().get("code"),
                    "extra_retry_after": extra.headers.get("retry-after"), "held": held,
-                   "shed": float(shed.iloc[0])}
+                   "shed": shed}

@@ -24,18 +24,21 @@ from ...checks import check_int, check_seconds, check_text
 from ..probes import tablelocks
 from ..views import scrapes
 
-__all__ = ["one_more"]
+__all__ = ["metric", "one_more", "until"]
 
 
-def _until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+def until(condition: Callable[[], bool], timeout: float, what: str, *, poll: float = 0.01) -> None:
+    """Return once `condition()` is true, checking every `poll` s; TimeoutError naming
+    `what` after `timeout` s (also used by `capacity.crowd`)."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what} did not happen within {timeout:g} s")
-        time.sleep(0.01)  # re-check an observable condition; no outcome depends on this delay
+        time.sleep(poll)  # re-check an observable condition; no outcome depends on this delay
 
 
-def _metric(client: Any, name: str) -> float:
+def metric(client: Any, name: str) -> float:
+    """The first sample of `name` in the /metrics scrape of `client` (an httpx.Client)."""
     scrape = scrapes.frame(client.get("/metrics").text)
     return float(scrapes.series(scrape, name).iloc[0])
 
@@ -63,14 +66,14 @@ def one_more(schema: str, *, api_url: str, metrics_url: str, headers: dict[str, 
         with tablelocks.index_build_lock(schema):
             for thread in threads:
                 thread.start()
-            _until(lambda: _metric(operator, "cq_http_in_flight") == held, timeout,
-                   f"{held} submits in flight")
+            until(lambda: metric(operator, "cq_http_in_flight") == held, timeout,
+                  f"{held} submits in flight")
             started = time.perf_counter()
             extra = api.post("/v1/jobs", json=body, headers=headers)
             seconds = time.perf_counter() - started
         for thread in threads:
             thread.join(timeout)
-        shed_total = _metric(operator, "cq_http_shed_total")
+        shed_total = metric(operator, "cq_http_shed_total")
     problem = extra.json() if extra.headers.get("content-type", "").endswith("json") else {}
     return {"status": extra.status_code, "code": problem.get("code"),
             "retry_after": extra.headers.get("retry-after"), "detail": problem.get("detail"),
