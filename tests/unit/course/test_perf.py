@@ -75,6 +75,20 @@ def test_throughput_figure_has_one_line_per_system():
     assert list(ax.get_lines()[1].get_ydata()) == [5.0, 9.0]
 
 
+def test_twelve_systems_are_all_drawn_on_a_log_axis_past_a_wide_spread():
+    names = [f"s{k}" for k in range(12)]
+    run = {"parameters": {"jobs": 5000, "processes": [1, 2]},
+           "systems": {n: {"default": n == "s0"} for n in names},
+           "median_jobs_per_second": {n: {"1": 0.5 + k * 3000, "2": 1.0 + k * 3000}
+                                      for k, n in enumerate(names)},
+           "runs": [{"system": "s11", "jobs": 50000}, {"system": "s0", "jobs": 6}]}
+    ax = perfplots.plot_throughput(run).axes[0]
+    assert len(ax.get_lines()) == 12  # none dropped when the markers run out
+    assert ax.get_yscale() == "log"  # 0.5 to 33,000 jobs/s
+    assert "s11 每次 50,000 个" in ax.get_title() and "s0 每次 6 个" in ax.get_title()
+    assert perfplots.plot_throughput(RUN).axes[0].get_yscale() == "linear"
+
+
 def test_workloads_figure_draws_the_slow_ceiling_beside_the_no_op_rates():
     run = {**RUN, "slow": {"handler_sleep_s": 0.05, "jobs": 20,
                            "median_jobs_per_second": {"a": {"1": 19.0, "2": 38.0},
