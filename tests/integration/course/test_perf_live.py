@@ -120,6 +120,8 @@ def test_the_lab_runs_refuse_a_schema_with_jobs_pending_and_write_nothing(conn, 
         perf.fence_cost(conn, 10)
     with pytest.raises(ValueError, match="pending or running"):
         perf.stop_with_local_queue(lambda: db.connect(schema), 3, prefetch=2)
+    with pytest.raises(ValueError, match="pending or running"):
+        perf.generic_plan(conn, 10)
     assert conn.execute("SELECT count(*) FROM jobs").fetchone()[0] == 1
 
 
@@ -128,6 +130,21 @@ def test_fence_cost_refuses_the_taken_over_row_and_leaves_nothing_running(conn):
     assert r["refused"] == [r["taken_over"]] and r["accepted"] == 19
     assert all(len(runs) == 3 for runs in r["runs"].values())
     assert conn.execute("SELECT count(*) FROM jobs WHERE state <> 'done'").fetchone()[0] == 0
+
+
+def test_the_generic_plan_of_the_array_form_compares_every_pair(conn):
+    perf.generic_plan(conn, 300)  # a queue with history: finished jobs, none running
+    r = perf.generic_plan(conn, 300)
+    arrays, texts = r["arrays"], r["texts"]
+    assert arrays["custom"]["batch_estimate"] == texts["custom"]["batch_estimate"] == 300
+    assert arrays["generic"]["batch_estimate"] == 10 and texts["generic"]["batch_estimate"] == 100
+    assert arrays["custom"]["join"] == "Hash Join" and arrays["custom"]["compared"] == 300
+    assert arrays["generic"]["join"] == "Nested Loop" and arrays["generic"]["compared"] == 300 * 300
+    assert arrays["auto"] == {"custom_plans": 5, "generic_plans": perf.AUTO_RUNS - 5}
+    assert conn.execute("SELECT count(*) FROM jobs WHERE state <> 'done'").fetchone()[0] == 0
+    assert conn.execute(  # nothing left prepared on the caller's connection
+        "SELECT count(*) FROM pg_prepared_statements WHERE name = 'generic_finish_many'"
+    ).fetchone()[0] == 0
 
 
 def test_a_graceful_stop_hands_the_local_queue_back_at_once(schema):

@@ -347,7 +347,12 @@ def generic_plan(conn: psycopg.Connection, count: int) -> dict[str, Any]:
       prepare=False), and `generic`, made without looking at them (a prepared statement under
       `plan_cache_mode = force_generic_plan`: the plan PostgreSQL may keep after five runs).
 
-    Each of the four: `ms` (execution time), `batch_estimate` (the rows the planner expected
+    `auto` (per form): the same prepared statement run AUTO_RUNS times under the default
+    `plan_cache_mode = auto`, rolled back: how many runs PostgreSQL planned for their values
+    (`custom_plans`) and how many it ran with the generic plan (`generic_plans`), read from
+    pg_prepared_statements (PostgreSQL 14 and later).
+
+    Each of the four plans: `ms` (execution time), `batch_estimate` (the rows the planner expected
     from the batch; it has `count`), `join` (how the batch meets the held jobs: the join node
     under the UPDATE of jobs) and `compared` (rows that join read and threw away, its "Rows
     Removed by Join Filter", plus the rows it returned). Then the batch is finished for real."""
@@ -361,7 +366,8 @@ def generic_plan(conn: psycopg.Connection, count: int) -> dict[str, Any]:
     found: dict[str, dict[str, Any]] = {}
     for form, (text, params, types) in forms.items():
         found[form] = {"custom": _plan_facts(plans.explain(conn, text, params, analyze=True)),
-                       "generic": _plan_facts(_generic_explain(conn, text, params, types))}
+                       "generic": _plan_facts(_generic_explain(conn, text, params, types)),
+                       "auto": _auto_plans(conn, text, params, types, AUTO_RUNS)}
     written = jobs.finish_many(conn, [(c, None) for c in claims])
     if not all(written):
         raise RuntimeError("another claim took some of these jobs meanwhile: run it on a "
@@ -383,25 +389,58 @@ def _arrays_form(statement: str) -> str:
 def _generic_explain(conn: psycopg.Connection, text: str, params: Mapping[str, Any],
                      types: Sequence[str]) -> Any:
     """EXPLAIN ANALYZE of `text` prepared and run with its generic plan, rolled back."""
-    prepared = text
-    for k, name in enumerate(params, 1):
-        prepared = prepared.replace(f"%({name})s", f"${k}")
-    args = sql.SQL(", ").join(sql.SQL("%({})s::{}").format(sql.SQL(name), sql.SQL(kind))
-                              for name, kind in zip(params, types, strict=True))
-    if conn.execute(query("prepared_here").sql).fetchone()[0]:  # left by a failed call
-        conn.execute("DEALLOCATE generic_finish_many")
     cursor = psycopg.ClientCursor(conn)  # EXECUTE's arguments as literals
     try:
         with conn.transaction():
-            conn.execute(sql.SQL("PREPARE generic_finish_many ({}) AS {}").format(
-                sql.SQL(", ").join(map(sql.SQL, types)), sql.SQL(prepared)))
+            _prepare(conn, _placeholders(text, params), types)
             conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
             cursor.execute(sql.SQL("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "
-                                   "EXECUTE generic_finish_many ({})").format(args).as_string(conn),
-                           params)
+                                   "EXECUTE generic_finish_many ({})").format(
+                               _execute_args(params, types)).as_string(conn), params)
             doc = cursor.fetchone()[0]
             conn.execute("DEALLOCATE generic_finish_many")
             raise _RolledBack(doc)
+    except _RolledBack as done:
+        return done.args[0]
+
+
+AUTO_RUNS = 8  # runs of the prepared statement in generic_plan's `auto` reading
+
+
+def _prepare(conn: psycopg.Connection, prepared: str, types: Sequence[str]) -> None:
+    if conn.execute(query("prepared_here").sql).fetchone()[0]:  # left by a failed call
+        conn.execute("DEALLOCATE generic_finish_many")
+    conn.execute(sql.SQL("PREPARE generic_finish_many ({}) AS {}").format(
+        sql.SQL(", ").join(map(sql.SQL, types)), sql.SQL(prepared)))
+
+
+def _execute_args(params: Mapping[str, Any], types: Sequence[str]) -> sql.Composable:
+    return sql.SQL(", ").join(sql.SQL("%({})s::{}").format(sql.SQL(name), sql.SQL(kind))
+                              for name, kind in zip(params, types, strict=True))
+
+
+def _placeholders(text: str, params: Mapping[str, Any]) -> str:
+    for k, name in enumerate(params, 1):
+        text = text.replace(f"%({name})s", f"${k}")
+    return text
+
+
+def _auto_plans(conn: psycopg.Connection, text: str, params: Mapping[str, Any],
+                types: Sequence[str], runs: int) -> dict[str, int]:
+    """Run `text` prepared `runs` times with plan_cache_mode = auto, rolled back; the plans
+    PostgreSQL chose, from pg_prepared_statements."""
+    cursor = psycopg.ClientCursor(conn)
+    try:
+        with conn.transaction():
+            _prepare(conn, _placeholders(text, params), types)
+            conn.execute("SET LOCAL plan_cache_mode = auto")
+            statement = sql.SQL("EXECUTE generic_finish_many ({})").format(
+                _execute_args(params, types)).as_string(conn)
+            for _ in range(runs):
+                cursor.execute(statement, params)
+            custom, generic = conn.execute(query("prepared_plans").sql).fetchone()
+            conn.execute("DEALLOCATE generic_finish_many")
+            raise _RolledBack({"custom_plans": custom, "generic_plans": generic})
     except _RolledBack as done:
         return done.args[0]
 

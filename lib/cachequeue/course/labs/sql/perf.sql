@@ -73,6 +73,10 @@ SELECT count(*) FROM jobs WHERE state IN ('pending', 'running');
 -- Whether this session still holds generic_plan()'s prepared statement (a call that failed midway).
 SELECT count(*) > 0 FROM pg_prepared_statements WHERE name = 'generic_finish_many';
 
+-- name: prepared_plans
+-- How often generic_plan()'s prepared statement was planned for its values and how often it ran with the generic plan (PostgreSQL 14+).
+SELECT custom_plans, generic_plans FROM pg_prepared_statements WHERE name = 'generic_finish_many';
+
 -- name: expire_lease
 -- Let one running job's lease run out now (a holder that went silent), so another claim can take it over.
 UPDATE jobs SET locked_until = cq_now() - interval '1 second' WHERE id = %(job_id)s AND state = 'running';
