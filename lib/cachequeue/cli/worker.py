@@ -177,8 +177,11 @@ def _run(worker: Worker, start_errors: tuple[type[BaseException], ...] = (),
     # A buffered stream of its own (sys.stderr writes at every newline): the throughput
     # mode's loop writes a turn's lines at once (logline.LineHandler); lines from other
     # threads, and every line of the other modes, are still written as they come.
-    stream = open(sys.stderr.fileno(), "w", buffering=1 << 16, encoding="utf-8",  # noqa: SIM115
-                  errors="backslashreplace", closefd=False)
+    try:
+        stream = open(sys.stderr.fileno(), "w", buffering=1 << 16, encoding="utf-8",  # noqa: SIM115
+                      errors="backslashreplace", closefd=False)
+    except (AttributeError, OSError, ValueError):  # a stderr with no file behind it (a test's)
+        stream = sys.stderr
     handler = LineHandler(stream)
     LOGGER.addHandler(handler)
     LOGGER.setLevel(logging.INFO)

@@ -110,9 +110,9 @@ def _claim_params(conn: psycopg.Connection, claim: Claim) -> dict[str, Any]:
 
 # Statements that join a batch (arrays unnested into rows) are planned at every call, never
 # prepared: a prepared statement's generic plan cannot know how many rows the arrays hold,
-# and for finish_many it chose a nested loop of the held jobs against the batch (1,000,000
-# comparisons for 1,000 rows: 147 ms instead of 16 ms; bench/worker_throughput.py's
-# throughput mode ran 3.4x slower). Planning it costs ~0.5 ms a batch.
+# and for finish_many (its batch then three array parameters) it chose a nested loop of the
+# held jobs against the batch: 1,000,000 comparisons for 1,000 rows, 145 ms instead of 16 ms
+# (chapter 11, section 12.1: perf.generic_plan). Planning it costs ~0.5 ms a batch.
 BATCH_PLAN = False
 
 
